@@ -1,0 +1,16 @@
+//! burnacc's trainer: recipes, backend stacks, the training loop, logs and run folders.
+//!
+//! The `train` binary is a thin shell over [`trainer::run_recipe`].
+
+pub mod log;
+pub mod memory;
+pub mod progress;
+pub mod recipe;
+pub mod run_dir;
+pub mod schedule;
+pub mod stack;
+pub mod trainer;
+
+/// Counts host heap bytes so CPU runs can report their peak memory (see [`memory`]).
+#[global_allocator]
+static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;

@@ -1,0 +1,56 @@
+//! The run's JSONL log: one JSON object per logged step, flushed as it is written.
+
+use crate::memory::MemoryReading;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// One line of `log.jsonl`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRecord {
+    /// Optimizer steps done (1 after the first step).
+    pub step: usize,
+    /// Epoch of the batch (0-based).
+    pub epoch: u64,
+    /// Mean cross-entropy of the step's batch.
+    pub loss: f64,
+    /// Accuracy of the step's batch, computed from the same forward pass.
+    pub train_accuracy: f64,
+    /// Learning rate used by the step.
+    pub lr: f64,
+    /// Samples per second since the previous logged step (device synchronised at both ends).
+    pub samples_per_sec: Option<f64>,
+    /// Mean seconds per step since the previous logged step.
+    pub step_secs: Option<f64>,
+    /// Device memory (in use, peak); see `memory`.
+    pub memory: Option<MemoryReading>,
+}
+
+/// Appends [`StepRecord`]s to a JSONL file.
+pub struct JsonlLog {
+    out: BufWriter<File>,
+}
+
+impl JsonlLog {
+    /// Creates `path`; fails if it exists, so an earlier run's log is never truncated.
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(Self {
+            out: BufWriter::new(file),
+        })
+    }
+
+    /// Writes one record as a line and flushes it.
+    pub fn write(&mut self, record: &impl Serialize) -> Result<()> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,15 @@
+//! Recipes: the TOML files in `configs/` that say what to train and how.
+//!
+//! Every key has its default here, in one place. Unknown keys, wrong types and impossible values
+//! are errors that name the key and the file ([`RecipeError`]), raised before any work starts.
+
+mod device;
+mod error;
+mod load;
+mod schema;
+mod validate;
+
+pub use device::{DeviceSpec, Mode};
+pub use error::RecipeError;
+pub use load::{apply_set, load_recipe, parse_recipe};
+pub use schema::*;

@@ -1,0 +1,293 @@
+//! The recipe schema: sections, keys and their defaults.
+//!
+//! Defaults follow the seed's ResNet-50 recipe (batch 128, 200 steps, SGD with momentum, mock
+//! ImageNet-shaped data) so an empty `[section]` means "what PyTorch's reference script does".
+
+use super::device::{DeviceSpec, Mode};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A whole recipe file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Recipe {
+    /// `[model]`: which network.
+    pub model: ModelSection,
+    /// `[data]`: which dataset and how it is loaded.
+    pub data: DataSection,
+    /// `[train]`: batch, steps, logging, evaluation, run folder.
+    pub train: TrainSection,
+    /// `[optim]`: optimizer and learning-rate schedule.
+    pub optim: OptimSection,
+    /// `[backend]`: mode and device.
+    pub backend: BackendSection,
+}
+
+/// The ResNet depths the recipe can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum ModelName {
+    Resnet18,
+    Resnet34,
+    Resnet50,
+    Resnet101,
+    Resnet152,
+}
+
+impl ModelName {
+    /// torchvision's name, e.g. `resnet50`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelName::Resnet18 => "resnet18",
+            ModelName::Resnet34 => "resnet34",
+            ModelName::Resnet50 => "resnet50",
+            ModelName::Resnet101 => "resnet101",
+            ModelName::Resnet152 => "resnet152",
+        }
+    }
+}
+
+/// `[model]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelSection {
+    /// Network: resnet18, resnet34, resnet50, resnet101 or resnet152.
+    pub name: ModelName,
+    /// Output classes; defaults to the dataset's number of classes.
+    pub num_classes: Option<usize>,
+    /// Width of the first stage (torchvision: 64); later stages are 2×, 4×, 8×.
+    pub base_width: usize,
+    /// 3×3 stride-1 stem without max-pool, for 28–32 px images (the ResNet paper's CIFAR stem).
+    pub small_input_stem: bool,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        Self {
+            name: ModelName::Resnet50,
+            num_classes: None,
+            base_width: 64,
+            small_input_stem: false,
+        }
+    }
+}
+
+/// The dataset kinds a recipe can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetKind {
+    /// A folder per class of JPEG/PNG files (ImageNet layout) at `data.path`.
+    ImageFolder,
+    /// Generated ImageNet-shaped JPEGs (written once into a cache folder, or `data.path`).
+    MockImagenet,
+    /// Fashion-MNIST's four IDX files at `data.path`.
+    FashionMnist,
+}
+
+/// What to do with an image that cannot be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnCorrupt {
+    /// Stop with an error naming the file (default).
+    #[default]
+    Fail,
+    /// Drop the sample, count it, and report the count at the end.
+    Skip,
+}
+
+/// `[data]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataSection {
+    /// image-folder, mock-imagenet or fashion-mnist.
+    pub dataset: DatasetKind,
+    /// Dataset root (image-folder, fashion-mnist); for mock-imagenet, where to write it
+    /// (default: a cache folder).
+    pub path: Option<PathBuf>,
+    /// Held-out images for evaluation (image-folder); without it `val_fraction` is held out.
+    pub val_path: Option<PathBuf>,
+    /// Fraction of the training images held out for evaluation when there is no `val_path`.
+    pub val_fraction: f64,
+    /// Side of the square crop fed to the model (ImageNet: 224).
+    pub image_size: usize,
+    /// Shorter side after resizing, before cropping (ImageNet: 256). Default: image_size × 8/7.
+    pub resize: Option<usize>,
+    /// Random crop and horizontal flip on training images.
+    pub augment: bool,
+    /// Loader worker threads.
+    pub workers: usize,
+    /// Batches decoded ahead of the training step (bounded queue depth).
+    pub prefetch: usize,
+    /// fail or skip an undecodable image.
+    pub on_corrupt: OnCorrupt,
+    /// `[data.mock]`: size of the generated mock ImageNet.
+    pub mock: MockSection,
+}
+
+impl Default for DataSection {
+    fn default() -> Self {
+        Self {
+            dataset: DatasetKind::MockImagenet,
+            path: None,
+            val_path: None,
+            val_fraction: 0.1,
+            image_size: 224,
+            resize: None,
+            augment: true,
+            workers: 2,
+            prefetch: 4,
+            on_corrupt: OnCorrupt::Fail,
+            mock: MockSection::default(),
+        }
+    }
+}
+
+/// `[data.mock]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MockSection {
+    /// Number of classes (ImageNet: 1000).
+    pub classes: usize,
+    /// JPEG files written per class.
+    pub images_per_class: usize,
+    /// Side of the square JPEGs written.
+    pub image_size: usize,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl Default for MockSection {
+    fn default() -> Self {
+        Self {
+            classes: 1000,
+            images_per_class: 4,
+            image_size: 256,
+            seed: 0,
+        }
+    }
+}
+
+/// `[train]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainSection {
+    /// Samples per step.
+    pub batch_size: usize,
+    /// Optimizer steps; the run ends after this many (epochs repeat as needed).
+    pub max_steps: usize,
+    /// Read metrics back from the device every this many steps (and at the last step).
+    pub log_every: usize,
+    /// Seed of the model init, the data order and the augmentation.
+    pub seed: u64,
+    /// Evaluate on the held-out split at the end and print the accuracy.
+    pub eval: bool,
+    /// Batch size for evaluation (default: `batch_size`).
+    pub eval_batch_size: Option<usize>,
+    /// Cap on evaluation batches (default: the whole held-out split).
+    pub eval_max_batches: Option<usize>,
+    /// Folder under which each run gets a fresh `run-N` folder (default: `runs/<recipe name>`).
+    pub run_dir: Option<PathBuf>,
+    /// Write the trained model (Burn's recorder) into the run folder.
+    pub save_model: bool,
+}
+
+impl Default for TrainSection {
+    fn default() -> Self {
+        Self {
+            batch_size: 128,
+            max_steps: 200,
+            log_every: 10,
+            seed: 42,
+            eval: true,
+            eval_batch_size: None,
+            eval_max_batches: None,
+            run_dir: None,
+            save_model: true,
+        }
+    }
+}
+
+/// Optimizers a recipe can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerName {
+    /// SGD with (optionally Nesterov) momentum and L2 weight decay.
+    Sgd,
+    /// Adam with L2 weight decay.
+    Adam,
+    /// AdamW (decoupled weight decay).
+    Adamw,
+}
+
+/// Learning-rate schedules a recipe can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// `lr` throughout (after warm-up).
+    Constant,
+    /// Cosine decay from `lr` to `min_lr` over `max_steps` (after warm-up).
+    Cosine,
+}
+
+/// `[optim]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OptimSection {
+    /// sgd, adam or adamw.
+    pub name: OptimizerName,
+    /// Peak learning rate.
+    pub lr: f64,
+    /// SGD momentum (0 disables it).
+    pub momentum: f64,
+    /// Nesterov momentum (SGD).
+    pub nesterov: bool,
+    /// Weight decay (L2 for sgd/adam, decoupled for adamw).
+    pub weight_decay: f64,
+    /// Adam's β1, β2.
+    pub betas: [f64; 2],
+    /// Adam's ε.
+    pub eps: f64,
+    /// constant or cosine.
+    pub schedule: Schedule,
+    /// Linear warm-up steps from 0 to `lr`.
+    pub warmup_steps: usize,
+    /// Final learning rate of the cosine schedule.
+    pub min_lr: f64,
+}
+
+impl Default for OptimSection {
+    fn default() -> Self {
+        Self {
+            name: OptimizerName::Sgd,
+            lr: 0.1,
+            momentum: 0.9,
+            nesterov: false,
+            weight_decay: 1e-4,
+            betas: [0.9, 0.999],
+            eps: 1e-8,
+            schedule: Schedule::Cosine,
+            warmup_steps: 0,
+            min_lr: 0.0,
+        }
+    }
+}
+
+/// `[backend]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackendSection {
+    /// eager, fused or acc.
+    pub mode: Mode,
+    /// auto, cpu, wgpu, cuda or cuda:N.
+    pub device: DeviceSpec,
+}
+
+impl Default for BackendSection {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Acc,
+            device: DeviceSpec::Auto,
+        }
+    }
+}

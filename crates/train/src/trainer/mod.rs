@@ -1,0 +1,122 @@
+//! Runs a recipe end to end: check, resolve the stack, load data, train, evaluate, save.
+
+mod batch;
+mod data;
+mod eval;
+mod init;
+mod step_loop;
+mod task;
+
+pub use data::{DataSources, build_data};
+pub use eval::{EvalResult, evaluate};
+pub use init::init_model;
+pub use step_loop::{LoopStats, train_steps};
+pub use task::{TrainOutcome, TrainTask, model_config};
+
+use crate::recipe::{Recipe, load_recipe};
+use crate::run_dir::{fresh_run_dir, write_atomic};
+use crate::stack::{Stack, resolve_stack, with_stack};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// How `train` was asked to run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `--set key=value` overrides, in order.
+    pub sets: Vec<String>,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// The result of a run, also written to `summary.json` in the run folder.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunSummary {
+    /// The recipe file.
+    pub recipe_file: PathBuf,
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// The stack that ran, e.g. `mode acc on cpu (Autodiff<Acc<Flex>>)`.
+    pub stack: String,
+    /// Training samples available per epoch.
+    pub train_samples: usize,
+    /// Held-out samples available.
+    pub eval_samples: usize,
+    /// Images skipped as undecodable (`data.on_corrupt = "skip"`).
+    pub skipped_images: u64,
+    /// What the run measured.
+    pub outcome: TrainOutcome,
+}
+
+/// Checks the recipe at `file`, then trains it. Every recipe or device error is returned before
+/// any data is read or any file is written.
+pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
+    let recipe = load_recipe(file, &options.sets)?;
+    let stack = resolve_stack(recipe.backend.mode, recipe.backend.device)?;
+    eprintln!(
+        "backend: {stack} (recipe asked for device `{}`)",
+        recipe.backend.device
+    );
+    run_checked(&recipe, file, stack, options)
+}
+
+/// Trains an already checked recipe on `stack`.
+pub fn run_checked(
+    recipe: &Recipe,
+    file: &Path,
+    stack: Stack,
+    options: &RunOptions,
+) -> Result<RunSummary> {
+    let data = build_data(recipe)?;
+    let root = recipe
+        .train
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| default_run_root(file));
+    let run_dir = fresh_run_dir(&root)?;
+    eprintln!(
+        "data: {} training / {} held-out samples, {} classes; run folder {}",
+        data.train_samples,
+        data.eval_samples,
+        data.num_classes,
+        run_dir.display()
+    );
+    let resolved = toml::to_string(recipe).context("cannot serialise the recipe")?;
+    write_atomic(&run_dir.join("recipe.toml"), resolved.as_bytes())?;
+
+    let task = TrainTask {
+        recipe,
+        data: &data,
+        run_dir: &run_dir,
+        quiet: options.quiet,
+    };
+    let outcome = with_stack(stack, task)?;
+    if let Some(eval) = &outcome.eval {
+        println!(
+            "held-out accuracy: {:.2}% ({} / {})",
+            100.0 * eval.accuracy(),
+            eval.correct,
+            eval.samples
+        );
+    }
+    let summary = RunSummary {
+        recipe_file: file.to_owned(),
+        run_dir: run_dir.clone(),
+        stack: stack.to_string(),
+        train_samples: data.train_samples,
+        eval_samples: data.eval_samples,
+        skipped_images: data.skipped(),
+        outcome,
+    };
+    let json = serde_json::to_vec_pretty(&summary)?;
+    write_atomic(&run_dir.join("summary.json"), &json)?;
+    Ok(summary)
+}
+
+/// `runs/<recipe file stem>`.
+fn default_run_root(file: &Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    PathBuf::from("runs").join(stem)
+}

@@ -1,0 +1,162 @@
+//! The training loop, generic over the backend stack and the optimizer.
+
+use super::batch::{correct_count, upload};
+use crate::log::{JsonlLog, StepRecord};
+use crate::memory::read_memory;
+use crate::progress::Progress;
+use crate::recipe::Recipe;
+use crate::schedule::learning_rate;
+use crate::stack::Stack;
+use anyhow::Result;
+use burn::module::AutodiffModule;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::{GradientsParams, Optimizer};
+use burn::tensor::Transaction;
+use burn::tensor::backend::AutodiffBackend;
+use burnacc_datasets::Loader;
+use burnacc_models::ResNet;
+use std::time::Instant;
+
+/// What the loop measured.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LoopStats {
+    /// Optimizer steps done.
+    pub steps: usize,
+    /// Loss of the last logged step.
+    pub final_loss: f64,
+    /// Loss of the first step.
+    pub first_loss: f64,
+    /// Seconds of the first step (includes kernel compilation and autotuning on CubeCL).
+    pub first_step_secs: f64,
+    /// Median samples/s over the logged intervals after the first step.
+    pub median_samples_per_sec: Option<f64>,
+    /// Peak memory seen at the logged steps.
+    pub peak_memory: Option<u64>,
+}
+
+/// Trains `model` for `recipe.train.max_steps` steps, logging every `log_every` steps.
+///
+/// Metrics are read back only at logged steps (the first, every `log_every`-th and the last),
+/// after synchronising the device, so throughput covers whole steps.
+#[allow(clippy::too_many_arguments)]
+pub fn train_steps<B, O>(
+    mut model: ResNet<B>,
+    mut optim: O,
+    recipe: &Recipe,
+    loader: &Loader,
+    stack: Stack,
+    device: &B::Device,
+    log: &mut JsonlLog,
+    progress: &Progress,
+) -> Result<(ResNet<B>, LoopStats)>
+where
+    B: AutodiffBackend,
+    O: Optimizer<ResNet<B>, B>,
+{
+    let total = recipe.train.max_steps;
+    let loss_fn = CrossEntropyLossConfig::new().init(device);
+    let mut stats = LoopStats::default();
+    let mut speeds = Vec::new();
+    let mut epoch = 0u64;
+    let mut batches = loader.epoch(epoch);
+    let started = Instant::now();
+    let mut interval_start = Instant::now();
+    let mut interval_samples = 0usize;
+    let mut interval_steps = 0usize;
+
+    for step in 0..total {
+        let batch = match batches.next() {
+            Some(batch) => batch?,
+            None => {
+                epoch += 1;
+                batches = loader.epoch(epoch);
+                batches
+                    .next()
+                    .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
+            }
+        };
+        let batch_size = batch.labels.len();
+        let (images, labels) = upload::<B>(batch, device);
+        let lr = learning_rate(&recipe.optim, step, total);
+
+        let logits = model.forward(images);
+        let loss = loss_fn.forward(logits.clone(), labels.clone());
+        let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
+        let metrics = logged.then(|| {
+            (
+                loss.clone().detach(),
+                correct_count(logits.detach(), labels),
+            )
+        });
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(lr, model, grads);
+        interval_samples += batch_size;
+        interval_steps += 1;
+        progress.step();
+
+        if let Some((loss, correct)) = metrics {
+            B::sync(device)?;
+            let elapsed = interval_start.elapsed().as_secs_f64();
+            let data = Transaction::default()
+                .register(loss)
+                .register(correct)
+                .execute();
+            let loss = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
+            let correct = data[1].iter::<i64>().next().unwrap_or(0);
+            let memory = read_memory(stack);
+            let (samples_per_sec, step_secs) = if step == 0 {
+                stats.first_step_secs = started.elapsed().as_secs_f64();
+                stats.first_loss = loss;
+                (None, Some(stats.first_step_secs))
+            } else {
+                let speed = interval_samples as f64 / elapsed;
+                speeds.push(speed);
+                (Some(speed), Some(elapsed / interval_steps as f64))
+            };
+            let record = StepRecord {
+                step: step + 1,
+                epoch,
+                loss,
+                train_accuracy: correct as f64 / batch_size as f64,
+                lr,
+                samples_per_sec,
+                step_secs,
+                memory,
+            };
+            log.write(&record)?;
+            progress.logged(&record, total);
+            stats.final_loss = loss;
+            stats.peak_memory = stats.peak_memory.max(memory.map(|m| m.peak));
+            if !loss.is_finite() {
+                anyhow::bail!(
+                    "loss is {loss} at step {}: training diverged (lower optim.lr?)",
+                    step + 1
+                );
+            }
+            interval_start = Instant::now();
+            interval_samples = 0;
+            interval_steps = 0;
+        }
+        stats.steps = step + 1;
+    }
+    stats.median_samples_per_sec = median(&mut speeds);
+    Ok((model, stats))
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// The model with batch norm switched to inference (inner backend, no autodiff).
+pub fn inference_model<B: AutodiffBackend>(model: &ResNet<B>) -> ResNet<B::InnerBackend> {
+    model.valid()
+}

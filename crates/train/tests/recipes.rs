@@ -1,0 +1,250 @@
+//! Tier 1: every shipped recipe parses, and bad recipes fail naming the key and the file.
+
+use burnacc_train::recipe::{DeviceSpec, Mode, RecipeError, load_recipe, parse_recipe};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn configs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
+}
+
+fn error_of(text: &str, sets: &[&str]) -> String {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let err =
+        parse_recipe(text, Path::new("bad.toml"), &sets).expect_err("the recipe must be refused");
+    err.to_string()
+}
+
+fn assert_names(message: &str, key: &str) {
+    assert!(
+        message.contains("bad.toml"),
+        "the file is not named in: {message}"
+    );
+    assert!(
+        message.contains(&format!("`{key}`")),
+        "the key `{key}` is not named in: {message}"
+    );
+}
+
+#[test]
+fn every_shipped_recipe_parses() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(configs_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            parse_recipe(&text, &path, &[]).unwrap_or_else(|e| panic!("{e}"));
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 3,
+        "expected the shipped recipes in configs/, found {seen}"
+    );
+}
+
+#[test]
+fn resnet50_recipe_has_the_seed_defaults() {
+    let r = load_recipe(&configs_dir().join("resnet50.toml"), &[]).unwrap();
+    assert_eq!(r.model.name.as_str(), "resnet50");
+    assert_eq!(r.train.batch_size, 128);
+    assert_eq!(r.train.max_steps, 200);
+    assert_eq!(r.backend.mode, Mode::Acc);
+    assert_eq!(r.backend.device, DeviceSpec::Auto);
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    assert_names(
+        &error_of("[train]\nbatch_sizee = 4\n", &[]),
+        "train.batch_sizee",
+    );
+    assert_names(&error_of("[trian]\nbatch_size = 4\n", &[]), "trian");
+    assert_names(
+        &error_of("[data.mock]\nclasess = 4\n", &[]),
+        "data.mock.clasess",
+    );
+}
+
+#[test]
+fn wrong_types_are_named() {
+    assert_names(
+        &error_of("[train]\nbatch_size = \"big\"\n", &[]),
+        "train.batch_size",
+    );
+    assert_names(&error_of("[optim]\nlr = [1]\n", &[]), "optim.lr");
+    assert_names(&error_of("[train]\neval = 3\n", &[]), "train.eval");
+}
+
+#[test]
+fn zero_and_negative_sizes_are_named() {
+    assert_names(
+        &error_of("[train]\nbatch_size = 0\n", &[]),
+        "train.batch_size",
+    );
+    assert_names(
+        &error_of("[train]\nbatch_size = -8\n", &[]),
+        "train.batch_size",
+    );
+    assert_names(
+        &error_of("[train]\nmax_steps = 0\n", &[]),
+        "train.max_steps",
+    );
+    assert_names(
+        &error_of("[data]\nimage_size = 0\n", &[]),
+        "data.image_size",
+    );
+    assert_names(&error_of("[optim]\nlr = -0.1\n", &[]), "optim.lr");
+    assert_names(
+        &error_of("[data]\nval_fraction = 1.5\n", &[]),
+        "data.val_fraction",
+    );
+}
+
+#[test]
+fn unknown_modes_devices_and_models_are_named() {
+    let m = error_of("[backend]\nmode = \"turbo\"\n", &[]);
+    assert_names(&m, "backend.mode");
+    assert!(
+        m.contains("eager") && m.contains("fused") && m.contains("acc"),
+        "{m}"
+    );
+    let d = error_of("[backend]\ndevice = \"tpu\"\n", &[]);
+    assert_names(&d, "backend.device");
+    assert!(d.contains("cuda:N"), "{d}");
+    assert_names(
+        &error_of("[backend]\ndevice = \"cuda:x\"\n", &[]),
+        "backend.device",
+    );
+    assert_names(
+        &error_of("[model]\nname = \"resnet51\"\n", &[]),
+        "model.name",
+    );
+}
+
+#[test]
+fn invalid_toml_names_the_file_and_line() {
+    let m = error_of("[train\nbatch_size = 4\n", &[]);
+    assert!(m.contains("bad.toml") && m.contains("line 1"), "{m}");
+}
+
+#[test]
+fn set_overrides_any_key_and_is_checked_like_the_file() {
+    let r = parse_recipe(
+        "",
+        Path::new("x.toml"),
+        &["train.max_steps=5".into(), "backend.device=cpu".into()],
+    )
+    .unwrap();
+    assert_eq!(r.train.max_steps, 5);
+    assert_eq!(r.backend.device, DeviceSpec::Cpu);
+    let r = parse_recipe("", Path::new("x.toml"), &["data.mock.classes=7".into()]).unwrap();
+    assert_eq!(r.data.mock.classes, 7);
+    assert_names(&error_of("", &["train.max_steps=0"]), "train.max_steps");
+    assert_names(&error_of("", &["train.max_stepz=3"]), "train.max_stepz");
+    let m = error_of("", &["train.max_steps"]);
+    assert!(
+        m.contains("--set train.max_steps") && m.contains("key=value"),
+        "{m}"
+    );
+    let m = error_of("[train]\nmax_steps = 3\n", &["train.max_steps.x=3"]);
+    assert!(m.contains("is a value, not a section"), "{m}");
+}
+
+#[test]
+fn missing_dataset_paths_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("missing.toml");
+    std::fs::write(
+        &file,
+        "[data]\ndataset = \"image-folder\"\npath = \"/no/such/folder\"\n",
+    )
+    .unwrap();
+    let err = load_recipe(&file, &[]).unwrap_err();
+    assert!(
+        matches!(err, RecipeError::Key { ref key, .. } if key == "data.path"),
+        "{err}"
+    );
+    let m = err.to_string();
+    assert!(
+        m.contains("missing.toml") && m.contains("/no/such/folder"),
+        "{m}"
+    );
+}
+
+#[test]
+fn the_binary_refuses_bad_recipes_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[train]\nbatchsize = 4\nrun_dir = {:?}\n",
+            dir.path().join("runs")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_train"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("typo.toml") && stderr.contains("`train.batchsize`"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("runs").exists(),
+        "a refused recipe must not create a run folder"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_train"))
+        .arg(&file)
+        .args(["--set", "train.batchsize=", "--set", "backend.mode=fast"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_train"))
+        .arg(dir.path().join("nope.toml"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.toml"));
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_in_a_build_without_it_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cuda.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[backend]\ndevice = \"cuda\"\n[train]\nrun_dir = {:?}\n",
+            dir.path().join("runs")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_train"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cuda") && stderr.contains("--features cuda"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("runs").exists());
+}
+
+#[test]
+fn fused_on_the_cpu_is_refused() {
+    let err = burnacc_train::stack::resolve_stack(Mode::Fused, DeviceSpec::Cpu).unwrap_err();
+    assert!(
+        err.to_string().contains("fused") && err.to_string().contains("wgpu"),
+        "{err}"
+    );
+}

@@ -1,0 +1,39 @@
+//! Datasets and loaders (host side: no tensors, no backend).
+//!
+//! Datasets implement [`ImageDataset`] and produce normalised `[channels, height, width]` f32
+//! samples; a [`Loader`] batches them on worker threads into [`HostBatch`]es
+//! (`[batch, channels, height, width]` f32 + i64 labels) that the trainer uploads.
+//!
+//! - [`ImageFolder`]: `root/<class>/<image>` trees of JPEG/PNG files, with [`ImageTransform`].
+//! - [`generate_mock_imagenet`]: a learnable, generated ImageFolder tree of JPEGs.
+//! - [`FashionMnist`]: the IDX files fetched by `scripts/fetch_fashion_mnist.sh`.
+//! - [`Subset`] and [`stratified_split`]: hold-out validation splits.
+
+mod error;
+mod fashion_mnist;
+pub mod idx;
+mod image_folder;
+mod loader;
+mod mock_imagenet;
+pub mod paths;
+mod sample;
+pub mod seed;
+mod subset;
+pub mod transform;
+
+pub use error::DataError;
+pub use fashion_mnist::{
+    AUGMENT_PADDING, FASHION_MNIST_CLASSES, FASHION_MNIST_MEAN, FASHION_MNIST_STD, FashionMnist,
+    FashionMnistConfig, FashionMnistSplit, fashion_mnist_dir, fashion_mnist_present,
+};
+pub use image_folder::{
+    CorruptPolicy, DecodedImage, ImageFolder, ImageFolderConfig, decode_image, is_image_file,
+};
+pub use loader::{Epoch, Loader, LoaderConfig};
+pub use mock_imagenet::{
+    MANIFEST_FILE, MockOutcome, MockSpec, default_mock_dir, generate_mock_imagenet,
+    is_complete_mock_tree, mock_class_name, mock_file_name, render_mock_image,
+};
+pub use sample::{HostBatch, ImageDataset, ImageSample};
+pub use subset::{SplitIndices, Subset, stratified_split};
+pub use transform::{ImageTransform, Normalize, TransformMode};

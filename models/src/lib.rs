@@ -1,0 +1,9 @@
+//! Reference models, generic over `B: Backend`.
+
+pub mod error;
+pub mod params;
+pub mod resnet;
+
+pub use error::UnknownModel;
+pub use params::{NamedTensor, named_tensors, num_trainable_params, torch_key};
+pub use resnet::{Block, BlockKind, ResNet, ResNetConfig};

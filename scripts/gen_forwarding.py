@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Generate crates/backend/src/forward.rs: `Acc<B>` forwarding every op of Burn 0.21's op traits.
+
+Usage: python3 scripts/gen_forwarding.py [BURN_BACKEND_SRC_DIR]
+
+The input is burn-backend 0.21.0's `src/backend/ops` (found in the cargo registry when no path is
+given). Every method of the seven op traits (FloatTensorOps, IntTensorOps, BoolTensorOps,
+ModuleOps, ActivationOps, QTensorOps, TransactionOps) becomes one `op!` macro line that bumps the
+op's counter and calls the inner backend. Methods named in `OVERRIDES` call
+`crate::overrides::<name>` instead, where the hand-written version lives.
+
+Types that carry the backend parameter but are not plain primitives (`TensorPrimitive<B>`,
+`MaxPool2dWithIndices<B>`, ...) are converted with the helpers in `crate::convert`.
+Run it again only when the Burn version changes; the output is committed.
+"""
+
+import glob
+import os
+import re
+import sys
+
+TRAITS = [
+    ("tensor.rs", "FloatTensorOps"),
+    ("int_tensor.rs", "IntTensorOps"),
+    ("bool_tensor.rs", "BoolTensorOps"),
+    ("modules/base.rs", "ModuleOps"),
+    ("activation.rs", "ActivationOps"),
+    ("qtensor.rs", "QTensorOps"),
+    ("transaction.rs", "TransactionOps"),
+]
+
+# Ops implemented by hand in crates/backend/src/overrides/ (same signature, same name).
+OVERRIDES = set()
+
+# Backend-parametrised wrapper types: how to move a value between `Acc<B>` and `B`.
+# name -> (conversion of an argument into the inner type, conversion of a result out of it)
+WRAPPED = {
+    "TensorPrimitive": ("tp_in", "tp_out"),
+    "QuantizationParametersPrimitive": ("qparams_in", None),
+    "MaxPool1dWithIndices": (None, "max_pool1d_out"),
+    "MaxPool2dWithIndices": (None, "max_pool2d_out"),
+    "MaxPool1dBackward": (None, "max_pool1d_backward_out"),
+    "MaxPool2dBackward": (None, "max_pool2d_backward_out"),
+    "DeformConv2dBackward": (None, "deform_conv2d_backward_out"),
+    "TransactionPrimitive": ("transaction_in", None),
+}
+
+
+def find_src():
+    if len(sys.argv) > 1:
+        return sys.argv[1]
+    home = os.path.expanduser("~/.cargo/registry/src")
+    hits = glob.glob(os.path.join(home, "*", "burn-backend-0.21.0", "src", "backend", "ops"))
+    if not hits:
+        sys.exit("burn-backend-0.21.0 not in the cargo registry: run `cargo fetch` first")
+    return hits[0]
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return "\n".join(re.sub(r"//.*$", "", line) for line in text.splitlines())
+
+
+def trait_body(text, trait):
+    start = re.search(r"pub trait %s<B: Backend>\s*\{" % trait, text)
+    if not start:
+        sys.exit("trait %s not found" % trait)
+    i = start.end()
+    depth = 1
+    j = i
+    while depth:
+        c = text[j]
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        j += 1
+    return text[i : j - 1]
+
+
+def top_level_fns(body):
+    """Yield the signature text (from `fn` up to the body or `;`) of each depth-0 fn."""
+    depth = 0
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif depth == 0 and body.startswith("fn ", i) and (i == 0 or not body[i - 1].isalnum()):
+            j = i
+            paren = 0
+            while True:
+                ch = body[j]
+                if ch in "(<[":
+                    paren += 1
+                elif ch in ")>]" and body[j - 1] != "-":
+                    paren -= 1
+                elif paren == 0 and ch in "{;":
+                    break
+                j += 1
+            yield " ".join(body[i:j].split())
+            i = j
+            continue
+        i += 1
+
+
+def split_top(s, sep=","):
+    parts, depth, cur = [], 0, ""
+    for k, ch in enumerate(s):
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]" and s[k - 1] != "-":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse(sig):
+    m = re.match(r"fn (\w+)\s*(<[^(]*>)?\s*\(", sig)
+    if not m:
+        sys.exit("cannot parse: " + sig)
+    name, generics = m.groups()
+    if generics:
+        sys.exit("generic method not supported by the generator: " + sig)
+    # Find the parenthesis closing the parameter list.
+    depth, k = 1, m.end()
+    while depth:
+        depth += {"(": 1, ")": -1}.get(sig[k], 0)
+        k += 1
+    params, rest = sig[m.end() : k - 1], sig[k:].strip()
+    ret = rest[2:].strip() if rest.startswith("->") else ""
+    args = []
+    for p in split_top(params):
+        pname, ptype = p.split(":", 1)
+        args.append((pname.strip(), ptype.strip()))
+    return name, args, ret
+
+
+def to_self(ty):
+    # Paths inside burn-backend (`crate::tensor::X`) are re-exported as `burn::tensor::X`.
+    ty = ty.replace("crate::tensor::", "burn::tensor::")
+    return re.sub(r"\bB\b", "Self", ty)
+
+
+def wrapper_of(ty):
+    for w in WRAPPED:
+        if re.search(r"\b%s<B>" % w, ty):
+            return w
+    return None
+
+
+def render(name, args, ret, index):
+    params = ", ".join("%s: %s" % (a, to_self(t)) for a, t in args)
+    call_args = []
+    for a, t in args:
+        w = wrapper_of(t)
+        if w:
+            conv = WRAPPED[w][0]
+            if conv is None or t != "%s<B>" % w:
+                sys.exit("no input conversion for %s in %s" % (t, name))
+            call_args.append("convert::%s(%s)" % (conv, a))
+        else:
+            call_args.append(a)
+    target = "crate::overrides::%s::<B>" % name if name in OVERRIDES else "B::%s" % name
+    call = "%s(%s)" % (target, ", ".join(call_args))
+    w = wrapper_of(ret)
+    if w and name not in OVERRIDES:
+        conv = WRAPPED[w][1]
+        if ret == "%s<B>" % w:
+            call = "convert::%s(%s)" % (conv, call)
+        elif re.fullmatch(r"\(\s*%s<B>\s*,\s*%s<B>\s*\)" % (w, w), ret):
+            call = "{ let (a, b) = %s; (convert::%s(a), convert::%s(b)) }" % (call, conv, conv)
+        else:
+            sys.exit("no output conversion for %s in %s" % (ret, name))
+    arrow = " -> %s" % to_self(ret) if ret else ""
+    if ret.startswith("impl Future"):
+        # The inner future already has the right output type; re-wrap so the signature matches.
+        call = "%s" % call
+    return "    op!(%d, fn %s(%s)%s => %s);" % (index, name, params, arrow, call)
+
+
+def main():
+    src = find_src()
+    out = [
+        "// @generated by scripts/gen_forwarding.py from burn-backend 0.21.0; do not edit by hand.",
+        "//! Forwarding of every op of Burn 0.21's op traits from `Acc<B>` to `B`.",
+        "//!",
+        "//! Each line bumps the op's counter (see `counters`) and calls the inner backend (or the",
+        "//! override in `crate::overrides`). Primitive types are shared with `B`, so a call costs",
+        "//! one per-thread counter increment.",
+        "#![allow(unused_imports, clippy::too_many_arguments)]",
+        "",
+        "use crate::{Acc, convert, op};",
+        "use burn::tensor::backend::{Backend, ExecutionError};",
+        "use burn::tensor::ops::*;",
+        "use burn::tensor::quantization::*;",
+        "use burn::tensor::{",
+        "    BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData,",
+        "    TensorPrimitive,",
+        "};",
+        "use burn::tensor::ops::conv::*;",
+        "use core::future::Future;",
+        "use core::ops::Range;",
+        "",
+    ]
+    names = []
+    for fname, trait in TRAITS:
+        text = strip_comments(open(os.path.join(src, fname)).read())
+        body = trait_body(text, trait)
+        out.append("impl<B: Backend> %s<Self> for Acc<B> {" % trait)
+        for sig in top_level_fns(body):
+            name, args, ret = parse(sig)
+            out.append(render(name, args, ret, len(names)))
+            names.append(name)
+        out.append("}")
+        out.append("")
+    out.append("/// Number of forwarded ops (one counter each).")
+    out.append("pub const OP_COUNT: usize = %d;" % len(names))
+    out.append("")
+    out.append("/// Name of each forwarded op, indexed like its counter.")
+    out.append("pub const OP_NAMES: [&str; OP_COUNT] = [")
+    for n in names:
+        out.append('    "%s",' % n)
+    out.append("];")
+    dest = os.path.join(os.path.dirname(__file__), "..", "crates", "backend", "src", "forward.rs")
+    with open(dest, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("wrote %s: %d ops" % (os.path.normpath(dest), len(names)))
+
+
+if __name__ == "__main__":
+    main()
