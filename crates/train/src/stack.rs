@@ -188,7 +188,7 @@ fn cuda_device_count() -> usize {
     use burn::tensor::backend::{Backend, DeviceOps};
     quietly(|| {
         let device = CudaDevice::default();
-        CudaEagerBackend::device_count(device.to_id().type_id)
+        CudaEagerBackend::device_count(device.id().type_id)
     })
     .unwrap_or(0)
 }

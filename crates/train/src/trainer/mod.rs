@@ -98,6 +98,12 @@ pub fn run_checked(
             eval.samples
         );
     }
+    if data.skipped() > 0 {
+        eprintln!(
+            "data: skipped {} undecodable image(s) (data.on_corrupt = \"skip\")",
+            data.skipped()
+        );
+    }
     let summary = RunSummary {
         recipe_file: file.to_owned(),
         run_dir: run_dir.clone(),
