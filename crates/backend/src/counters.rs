@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 thread_local! {
     static OPS: [Cell<u64>; OP_COUNT] = const { [const { Cell::new(0) }; OP_COUNT] };
+    static IN_HALF: [Cell<u64>; OP_COUNT] = const { [const { Cell::new(0) }; OP_COUNT] };
     static KERNELS: RefCell<BTreeMap<&'static str, u64>> = const { RefCell::new(BTreeMap::new()) };
 }
 
@@ -18,6 +19,15 @@ thread_local! {
 #[inline(always)]
 pub fn bump(index: usize) {
     OPS.with(|ops| ops[index].set(ops[index].get() + 1));
+}
+
+/// Counts one run of op `index` whose float inputs autocast cast to `dtype`; runs in f16 or
+/// bf16 are counted per op (see [`OpCounts::op_in_half`]).
+#[inline]
+pub fn bump_in_dtype(index: usize, dtype: burn::tensor::FloatDType) {
+    if matches!(dtype, burn::tensor::FloatDType::F16 | burn::tensor::FloatDType::BF16) {
+        IN_HALF.with(|ops| ops[index].set(ops[index].get() + 1));
+    }
 }
 
 /// Counts one launch of a fused kernel or override named `name` (e.g. `"layer_norm"`).
@@ -28,13 +38,24 @@ pub fn bump_kernel(name: &'static str) {
 /// Sets every op and kernel counter of this thread to zero.
 pub fn reset() {
     OPS.with(|ops| ops.iter().for_each(|c| c.set(0)));
+    IN_HALF.with(|ops| ops.iter().for_each(|c| c.set(0)));
     KERNELS.with(|k| k.borrow_mut().clear());
+}
+
+/// Index of op `name` in [`OP_NAMES`]; panics on a name that is not an op of Burn 0.21's
+/// `Backend`, so that a typo in a test cannot read as "ran zero times".
+fn op_index(name: &str) -> usize {
+    OP_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("`{name}` is not an op of Burn 0.21's Backend trait"))
 }
 
 /// A copy of this thread's counters at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpCounts {
     ops: Vec<u64>,
+    in_half: Vec<u64>,
     kernels: BTreeMap<&'static str, u64>,
 }
 
@@ -42,6 +63,7 @@ pub struct OpCounts {
 pub fn snapshot() -> OpCounts {
     OpCounts {
         ops: OPS.with(|ops| ops.iter().map(Cell::get).collect()),
+        in_half: IN_HALF.with(|ops| ops.iter().map(Cell::get).collect()),
         kernels: KERNELS.with(|k| k.borrow().clone()),
     }
 }
@@ -52,11 +74,12 @@ impl OpCounts {
     /// Panics on a name that is not an op of Burn 0.21's `Backend`: a typo in a test must not
     /// read as "ran zero times".
     pub fn op(&self, name: &str) -> u64 {
-        let index = OP_NAMES
-            .iter()
-            .position(|n| *n == name)
-            .unwrap_or_else(|| panic!("`{name}` is not an op of Burn 0.21's Backend trait"));
-        self.ops[index]
+        self.ops[op_index(name)]
+    }
+
+    /// How many times the op `name` ran with its inputs cast to f16 or bf16 by autocast.
+    pub fn op_in_half(&self, name: &str) -> u64 {
+        self.in_half[op_index(name)]
     }
 
     /// How many times the kernel `name` ran (zero if never).
@@ -92,6 +115,7 @@ impl OpCounts {
                 .zip(&earlier.ops)
                 .map(|(a, b)| a - b)
                 .collect(),
+            in_half: self.in_half.iter().zip(&earlier.in_half).map(|(a, b)| a - b).collect(),
             kernels: self
                 .kernels
                 .iter()

@@ -5,16 +5,20 @@
 //! own, so with nothing enabled `Acc<B>` computes exactly what `B` computes, bit for bit; the
 //! only cost per op is one counter increment ([`counters`]).
 //!
-//! Stacks (DESIGN.md §2): `Autodiff<Acc<Fusion<CubeBackend<R>>>>` on GPUs and wgpu,
-//! `Autodiff<Acc<Flex>>` on the CPU.
+//! `Acc` works on either side of autodiff. burnacc's `acc` stacks put it above
+//! (`Acc<Autodiff<Fusion<CubeBackend<R>>>>` on GPUs and wgpu, `Acc<Autodiff<Flex>>` on the
+//! CPU), where it sees the ops a model calls and its autocast casts are differentiable ops;
+//! docs/amp.md has the measurements behind that choice.
 
+pub mod autocast;
 mod convert;
 pub mod counters;
 #[rustfmt::skip] // generated: one `op!` line per op
 pub mod forward;
 mod macros;
 
-use burn::tensor::backend::{Backend, BackendTypes, DTypeUsageSet, ExecutionError};
+use burn::tensor::backend::{AutodiffBackend, Backend, BackendTypes, DTypeUsageSet, ExecutionError};
+use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor, QuantizedTensor};
 use burn::tensor::{DType, TensorData};
 use core::marker::PhantomData;
 
@@ -88,6 +92,65 @@ impl<B: Backend> Backend for Acc<B> {
 
     fn device_count(type_id: u16) -> usize {
         B::device_count(type_id)
+    }
+}
+
+/// `Acc` above autodiff (`Acc<Autodiff<B>>`, the `acc` stacks): training works as with
+/// `Autodiff<B>`, and the optimizer's ops run on `Acc<B>`, so they pass through `Acc` too.
+/// Gradients and inner tensors are the inner backend's primitives, shared as for every op.
+impl<A: AutodiffBackend> AutodiffBackend for Acc<A> {
+    type InnerBackend = Acc<A::InnerBackend>;
+    type Gradients = A::Gradients;
+
+    fn backward(tensor: FloatTensor<Self>) -> Self::Gradients {
+        A::backward(tensor)
+    }
+
+    fn grad(tensor: &FloatTensor<Self>, grads: &Self::Gradients) -> Option<FloatTensor<Self::InnerBackend>> {
+        A::grad(tensor, grads)
+    }
+
+    fn grad_remove(
+        tensor: &FloatTensor<Self>,
+        grads: &mut Self::Gradients,
+    ) -> Option<FloatTensor<Self::InnerBackend>> {
+        A::grad_remove(tensor, grads)
+    }
+
+    fn grad_replace(tensor: &FloatTensor<Self>, grads: &mut Self::Gradients, grad: FloatTensor<Self::InnerBackend>) {
+        A::grad_replace(tensor, grads, grad)
+    }
+
+    fn inner(tensor: FloatTensor<Self>) -> FloatTensor<Self::InnerBackend> {
+        A::inner(tensor)
+    }
+
+    fn int_inner(tensor: IntTensor<Self>) -> IntTensor<Self::InnerBackend> {
+        A::int_inner(tensor)
+    }
+
+    fn bool_inner(tensor: BoolTensor<Self>) -> BoolTensor<Self::InnerBackend> {
+        A::bool_inner(tensor)
+    }
+
+    fn q_inner(tensor: QuantizedTensor<Self>) -> QuantizedTensor<Self::InnerBackend> {
+        A::q_inner(tensor)
+    }
+
+    fn from_inner(tensor: FloatTensor<Self::InnerBackend>) -> FloatTensor<Self> {
+        A::from_inner(tensor)
+    }
+
+    fn int_from_inner(tensor: IntTensor<Self::InnerBackend>) -> IntTensor<Self> {
+        A::int_from_inner(tensor)
+    }
+
+    fn bool_from_inner(tensor: BoolTensor<Self::InnerBackend>) -> BoolTensor<Self> {
+        A::bool_from_inner(tensor)
+    }
+
+    fn q_from_inner(tensor: QuantizedTensor<Self::InnerBackend>) -> QuantizedTensor<Self> {
+        A::q_from_inner(tensor)
     }
 }
 

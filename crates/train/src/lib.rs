@@ -4,6 +4,7 @@
 
 pub mod log;
 pub mod memory;
+pub mod precision;
 pub mod progress;
 pub mod recipe;
 pub mod run_dir;

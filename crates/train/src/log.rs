@@ -26,6 +26,13 @@ pub struct StepRecord {
     pub step_secs: Option<f64>,
     /// Device memory (in use, peak); see `memory`.
     pub memory: Option<MemoryReading>,
+    /// The loss scale after this step (loss scaling on); `loss` is the unscaled loss.
+    pub loss_scale: Option<f64>,
+    /// Steps skipped so far by the loss scaler for inf/NaN gradients (loss scaling on).
+    pub skipped_steps: Option<u64>,
+    /// Host reads through `Acc` since the previous logged step, not counting the logged
+    /// metrics themselves (acc stacks; zero means the steps never waited on the device).
+    pub host_reads: Option<u64>,
 }
 
 /// Appends [`StepRecord`]s to a JSONL file.

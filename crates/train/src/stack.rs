@@ -1,16 +1,23 @@
 //! Mode × device → the backend stack of DESIGN.md §2, resolved before any work starts.
 //!
-//! | mode  | cpu                     | wgpu / cuda                                    |
-//! |-------|-------------------------|------------------------------------------------|
-//! | eager | `Autodiff<Flex>`        | `Autodiff<CubeBackend<R>>`                     |
-//! | fused | — (Flex has no fusion)  | `Autodiff<Fusion<CubeBackend<R>>>`             |
-//! | acc   | `Autodiff<Acc<Flex>>`   | `Autodiff<Acc<Fusion<CubeBackend<R>>>>`        |
+//! | mode  | cpu                             | wgpu / cuda                                        |
+//! |-------|---------------------------------|----------------------------------------------------|
+//! | eager | `Autodiff<Flex>`                | `Autodiff<CubeBackend<R>>`                         |
+//! | fused | — (Flex has no fusion)          | `Autodiff<Fusion<CubeBackend<R>>>`                 |
+//! | acc   | `Acc<Autodiff<Flex, Balanced>>` | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>`  |
 //!
-//! `acc` stacks run Burn's autodiff with `BalancedCheckpointing` (the `Ckpt` of DESIGN.md §2):
-//! the outputs of cheap element-wise ops are recomputed during backward instead of being kept,
-//! and matmul/conv outputs are kept. Burn's `nn::BatchNorm` is built from element-wise ops, each
-//! of which otherwise saves a full-size activation: on ResNet-50 (batch 8, 224 px, Flex) this
-//! halves the activation memory, 1.85 GB → 0.92 GB per step, with bit-identical results.
+//! `Acc` sits above autodiff: it sees the ops the model calls (`layer_norm`, `softmax`,
+//! `linear`, `conv2d`, … before autodiff decomposes any of them), its autocast casts are
+//! ordinary differentiable ops (f32 parameters get f32 gradients, activations are saved in the
+//! dtype their op ran in, as in PyTorch), and the optimizer runs on `Acc<inner>`. The
+//! measurement behind this choice is in docs/amp.md.
+//!
+//! `acc` stacks run Burn's autodiff with `BalancedCheckpointing` (`Balanced`, the `Ckpt` of
+//! DESIGN.md §2): the outputs of cheap element-wise ops are recomputed during backward instead
+//! of being kept, and matmul/conv outputs are kept. Burn's `nn::BatchNorm` is built from
+//! element-wise ops, each of which otherwise saves a full-size activation: on ResNet-50
+//! (batch 8, 224 px, Flex) this halves the activation memory, 1.85 GB → 0.92 GB per step, with
+//! bit-identical results.
 //!
 //! The CPU's inner backend is Flex rather than NdArray: Flex is Burn's fast pure-Rust CPU
 //! backend (SIMD, multi-threaded gemm, zero-copy views) and stores f16/bf16, which autocast
@@ -30,19 +37,19 @@ use std::fmt;
 pub enum Stack {
     /// `Autodiff<Flex>`
     CpuEager,
-    /// `Autodiff<Acc<Flex>, BalancedCheckpointing>`
+    /// `Acc<Autodiff<Flex, BalancedCheckpointing>>`
     CpuAcc,
     /// `Autodiff<CubeBackend<WgpuRuntime>>`
     WgpuEager,
     /// `Autodiff<Fusion<CubeBackend<WgpuRuntime>>>`
     WgpuFused,
-    /// `Autodiff<Acc<Fusion<CubeBackend<WgpuRuntime>>>, BalancedCheckpointing>`
+    /// `Acc<Autodiff<Fusion<CubeBackend<WgpuRuntime>>, BalancedCheckpointing>>`
     WgpuAcc,
     /// `Autodiff<CubeBackend<CudaRuntime>>` on device N.
     CudaEager(usize),
     /// `Autodiff<Fusion<CubeBackend<CudaRuntime>>>` on device N.
     CudaFused(usize),
-    /// `Autodiff<Acc<Fusion<CubeBackend<CudaRuntime>>>, BalancedCheckpointing>` on device N.
+    /// `Acc<Autodiff<Fusion<CubeBackend<CudaRuntime>>, BalancedCheckpointing>>` on device N.
     CudaAcc(usize),
 }
 
@@ -69,16 +76,16 @@ impl Stack {
     pub fn type_name(self) -> &'static str {
         match self {
             Stack::CpuEager => "Autodiff<Flex>",
-            Stack::CpuAcc => "Autodiff<Acc<Flex>, BalancedCheckpointing>",
+            Stack::CpuAcc => "Acc<Autodiff<Flex, BalancedCheckpointing>>",
             Stack::WgpuEager => "Autodiff<CubeBackend<WgpuRuntime>>",
             Stack::WgpuFused => "Autodiff<Fusion<CubeBackend<WgpuRuntime>>>",
             Stack::WgpuAcc => {
-                "Autodiff<Acc<Fusion<CubeBackend<WgpuRuntime>>>, BalancedCheckpointing>"
+                "Acc<Autodiff<Fusion<CubeBackend<WgpuRuntime>>, BalancedCheckpointing>>"
             }
             Stack::CudaEager(_) => "Autodiff<CubeBackend<CudaRuntime>>",
             Stack::CudaFused(_) => "Autodiff<Fusion<CubeBackend<CudaRuntime>>>",
             Stack::CudaAcc(_) => {
-                "Autodiff<Acc<Fusion<CubeBackend<CudaRuntime>>>, BalancedCheckpointing>"
+                "Acc<Autodiff<Fusion<CubeBackend<CudaRuntime>>, BalancedCheckpointing>>"
             }
         }
     }
@@ -233,10 +240,10 @@ pub fn with_stack<T: StackTask>(stack: Stack, task: T) -> T::Output {
     type Balanced = BalancedCheckpointing;
     match stack {
         Stack::CpuEager => task.run::<Autodiff<Flex>>(stack, FlexDevice),
-        Stack::CpuAcc => task.run::<Autodiff<Acc<Flex>, Balanced>>(stack, FlexDevice),
+        Stack::CpuAcc => task.run::<Acc<Autodiff<Flex, Balanced>>>(stack, FlexDevice),
         Stack::WgpuEager => task.run::<Autodiff<WgpuEager>>(stack, WgpuDevice::default()),
         Stack::WgpuFused => task.run::<Autodiff<Wgpu>>(stack, WgpuDevice::default()),
-        Stack::WgpuAcc => task.run::<Autodiff<Acc<Wgpu>, Balanced>>(stack, WgpuDevice::default()),
+        Stack::WgpuAcc => task.run::<Acc<Autodiff<Wgpu, Balanced>>>(stack, WgpuDevice::default()),
         #[cfg(feature = "cuda")]
         Stack::CudaEager(i) => {
             task.run::<Autodiff<CudaEagerBackend>>(stack, burn::backend::cuda::CudaDevice::new(i))
@@ -245,7 +252,7 @@ pub fn with_stack<T: StackTask>(stack: Stack, task: T) -> T::Output {
         Stack::CudaFused(i) => task
             .run::<Autodiff<burn::backend::Cuda>>(stack, burn::backend::cuda::CudaDevice::new(i)),
         #[cfg(feature = "cuda")]
-        Stack::CudaAcc(i) => task.run::<Autodiff<Acc<burn::backend::Cuda>, Balanced>>(
+        Stack::CudaAcc(i) => task.run::<Acc<Autodiff<burn::backend::Cuda, Balanced>>>(
             stack,
             burn::backend::cuda::CudaDevice::new(i),
         ),

@@ -1,6 +1,6 @@
 //! Tier 1: every shipped recipe parses, and bad recipes fail naming the key and the file.
 
-use burnacc_train::recipe::{DeviceSpec, Mode, RecipeError, load_recipe, parse_recipe};
+use burnacc_train::recipe::{AmpDtype, DeviceSpec, Mode, RecipeError, load_recipe, parse_recipe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -247,4 +247,54 @@ fn fused_on_the_cpu_is_refused() {
         err.to_string().contains("fused") && err.to_string().contains("wgpu"),
         "{err}"
     );
+}
+
+#[test]
+fn amp_section_defaults_follow_pytorch() {
+    let parse = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        parse_recipe("", Path::new("amp.toml"), &sets).unwrap().amp
+    };
+    let off = parse(&[]);
+    assert!(!off.is_enabled());
+    assert!(!off.scaler_config().enabled, "no loss scaling without autocast");
+
+    let bf16 = parse(&["amp.enabled=true"]);
+    assert_eq!(bf16.autocast_dtype(), Some(AmpDtype::Bf16));
+    assert!(!bf16.scaler_config().enabled, "bf16: no loss scaling by default");
+
+    let f16 = parse(&["amp.enabled=true", "amp.dtype=f16"]);
+    let scaler = f16.scaler_config();
+    assert!(scaler.enabled, "f16: loss scaling by default");
+    assert_eq!(
+        (scaler.init_scale, scaler.growth_factor, scaler.backoff_factor, scaler.growth_interval),
+        (65536.0, 2.0, 0.5, 2000)
+    );
+    let forced = parse(&["amp.enabled=true", "amp.grad_scaler=true"]);
+    assert!(forced.scaler_config().enabled);
+    let unscaled = parse(&["amp.enabled=true", "amp.dtype=f16", "amp.grad_scaler=false"]);
+    assert!(!unscaled.scaler_config().enabled);
+
+    // TorchAcc's --amp_level.
+    assert!(parse(&["amp.level=\"O1\""]).is_enabled());
+    assert!(!parse(&["amp.level=\"O0\""]).is_enabled());
+}
+
+#[test]
+fn bad_amp_settings_are_named() {
+    for (sets, key) in [
+        (&["amp.dtype=f32"][..], "amp.dtype"),
+        (&["amp.level=\"O2\""][..], "amp.level"),
+        (&["amp.enabled=true", "amp.level=\"O0\""][..], "amp.level"),
+        (&["amp.enabled=true", "backend.mode=eager"][..], "amp.enabled"),
+        (&["amp.level=\"O1\"", "backend.mode=fused"][..], "amp.enabled"),
+        (&["amp.grad_scaler=true"][..], "amp.grad_scaler"),
+        (&["amp.enabled=true", "amp.backoff_factor=1.5"][..], "amp.backoff_factor"),
+        (&["amp.init_scale=0.0"][..], "amp.init_scale"),
+        (&["amp.growth_factor=1.0"][..], "amp.growth_factor"),
+        (&["amp.growth_interval=0"][..], "amp.growth_interval"),
+        (&["amp.enabeld=true"][..], "amp.enabeld"),
+    ] {
+        assert_names(&error_of("", sets), key);
+    }
 }

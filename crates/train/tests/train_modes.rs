@@ -8,67 +8,21 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burnacc_datasets::{
     ImageFolder, ImageFolderConfig, ImageTransform, Loader, LoaderConfig, Normalize, TransformMode,
 };
-use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::{Stack, resolve_stack};
-use burnacc_train::trainer::{RunOptions, RunSummary, evaluate, model_config, run_checked};
+use burnacc_train::trainer::{RunOptions, evaluate, model_config, run_checked};
 use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+
+use common::{losses, rel, tiny_recipe};
+
 const STEPS: usize = 8;
-
-fn tiny_recipe(root: &Path) -> Recipe {
-    let text = format!(
-        r#"
-        [model]
-        name = "resnet18"
-        base_width = 8
-        small_input_stem = true
-        [data]
-        dataset = "mock-imagenet"
-        path = {data:?}
-        image_size = 16
-        resize = 18
-        val_fraction = 0.25
-        workers = 1
-        [data.mock]
-        classes = 4
-        images_per_class = 8
-        image_size = 20
-        [train]
-        batch_size = 8
-        max_steps = {STEPS}
-        log_every = 1
-        run_dir = {runs:?}
-        [optim]
-        name = "sgd"
-        lr = 0.05
-        schedule = "constant"
-        "#,
-        data = root.join("mock"),
-        runs = root.join("runs"),
-    );
-    parse_recipe(&text, Path::new("tiny.toml"), &[]).unwrap()
-}
-
-fn losses(summary: &RunSummary) -> Vec<f64> {
-    let log = std::fs::read_to_string(summary.run_dir.join("log.jsonl")).unwrap();
-    log.lines()
-        .map(|line| {
-            serde_json::from_str::<serde_json::Value>(line).unwrap()["loss"]
-                .as_f64()
-                .unwrap()
-        })
-        .collect()
-}
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs().max(1e-12)
-}
 
 #[test]
 fn every_mode_trains_and_the_modes_agree() {
     let root = tempfile::tempdir().unwrap();
-    let recipe = tiny_recipe(root.path());
+    let recipe = tiny_recipe(root.path(), STEPS, &[]);
     let options = RunOptions {
         quiet: true,
         ..Default::default()

@@ -3,12 +3,14 @@
 //! Every key has its default here, in one place. Unknown keys, wrong types and impossible values
 //! are errors that name the key and the file ([`RecipeError`]), raised before any work starts.
 
+mod amp;
 mod device;
 mod error;
 mod load;
 mod schema;
 mod validate;
 
+pub use amp::{AmpDtype, AmpLevel, AmpSection};
 pub use device::{DeviceSpec, Mode};
 pub use error::RecipeError;
 pub use load::{apply_set, load_recipe, parse_recipe};

@@ -3,6 +3,7 @@
 //! Defaults follow the seed's ResNet-50 recipe (batch 128, 200 steps, SGD with momentum, mock
 //! ImageNet-shaped data) so an empty `[section]` means "what PyTorch's reference script does".
 
+use super::amp::AmpSection;
 use super::device::{DeviceSpec, Mode};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ pub struct Recipe {
     pub optim: OptimSection,
     /// `[backend]`: mode and device.
     pub backend: BackendSection,
+    /// `[amp]`: mixed precision.
+    pub amp: AmpSection,
 }
 
 /// The ResNet depths the recipe can name.

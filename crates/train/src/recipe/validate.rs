@@ -79,7 +79,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
     if o.nesterov && o.momentum == 0.0 {
         return Err(("optim.nesterov", "needs optim.momentum > 0".into()));
     }
-    Ok(())
+    r.amp.validate(r.backend.mode == super::Mode::Acc)
 }
 
 /// Checks that the dataset folders the recipe names (or defaults to) exist.

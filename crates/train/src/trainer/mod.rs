@@ -13,6 +13,7 @@ pub use init::init_model;
 pub use step_loop::{LoopStats, train_steps};
 pub use task::{TrainOutcome, TrainTask, model_config};
 
+use crate::precision::check_amp_dtype;
 use crate::recipe::{Recipe, load_recipe};
 use crate::run_dir::{fresh_run_dir, write_atomic};
 use crate::stack::{Stack, resolve_stack, with_stack};
@@ -56,6 +57,11 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
         "backend: {stack} (recipe asked for device `{}`)",
         recipe.backend.device
     );
+    check_amp_dtype(&recipe, file, stack)?;
+    if let Some(dtype) = recipe.amp.autocast_dtype() {
+        let scaler = if recipe.amp.scaler_config().enabled { "on" } else { "off" };
+        eprintln!("amp: autocast in {}, loss scaling {scaler}", dtype.as_str());
+    }
     run_checked(&recipe, file, stack, options)
 }
 

@@ -10,9 +10,13 @@ use crate::stack::Stack;
 use anyhow::Result;
 use burn::module::AutodiffModule;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::{GradientsParams, Optimizer};
-use burn::tensor::Transaction;
+use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Tensor, Transaction};
+use burnacc_amp::optim::SyncFreeOptimizer;
+use burnacc_amp::scaler::GradScaler;
+use burnacc_backend::autocast::autocast;
+use burnacc_backend::counters;
 use burnacc_datasets::Loader;
 use burnacc_models::ResNet;
 use std::time::Instant;
@@ -32,28 +36,43 @@ pub struct LoopStats {
     pub median_samples_per_sec: Option<f64>,
     /// Peak memory seen at the logged steps.
     pub peak_memory: Option<u64>,
+    /// Loss scale after the last step (loss scaling on).
+    pub final_loss_scale: Option<f64>,
+    /// Steps the loss scaler skipped for inf/NaN gradients (loss scaling on).
+    pub skipped_steps: Option<u64>,
 }
 
 /// Trains `model` for `recipe.train.max_steps` steps, logging every `log_every` steps.
 ///
-/// Metrics are read back only at logged steps (the first, every `log_every`-th and the last),
-/// after synchronising the device, so throughput covers whole steps.
+/// With `[amp]` on, the forward pass and the loss run under autocast, the loss is scaled
+/// before backward, and the optimizer skips steps with inf/NaN gradients on the device.
+///
+/// Nothing is read back from the device between logged steps (the first, every
+/// `log_every`-th and the last): the loss, accuracy, loss scale and skipped-step count are
+/// device tensors read in one transaction at a logged step, after synchronising the device, so
+/// throughput covers whole steps. On `acc` stacks each record says how many host reads went
+/// through `Acc` between logged steps outside that transaction (zero when the step is
+/// sync-free).
 #[allow(clippy::too_many_arguments)]
-pub fn train_steps<B, O>(
+pub fn train_steps<B: AutodiffBackend>(
     mut model: ResNet<B>,
-    mut optim: O,
+    mut optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
+    mut scaler: GradScaler<B>,
     recipe: &Recipe,
     loader: &Loader,
     stack: Stack,
     device: &B::Device,
     log: &mut JsonlLog,
     progress: &Progress,
-) -> Result<(ResNet<B>, LoopStats)>
-where
-    B: AutodiffBackend,
-    O: Optimizer<ResNet<B>, B>,
-{
+) -> Result<(ResNet<B>, LoopStats)> {
     let total = recipe.train.max_steps;
+    let autocast_dtype = recipe.amp.autocast_dtype().map(|d| d.float_dtype());
+    // Steps skipped by the loss scaler so far: f32 [1] on the device.
+    let mut skipped = scaler
+        .is_enabled()
+        .then(|| Tensor::<B::InnerBackend, 1>::zeros([1], device));
+    let count_reads = stack.mode() == crate::recipe::Mode::Acc;
+    let mut reads_baseline = counters::snapshot();
     let loss_fn = CrossEntropyLossConfig::new().init(device);
     let mut stats = LoopStats::default();
     let mut speeds = Vec::new();
@@ -79,8 +98,13 @@ where
         let (images, labels) = upload::<B>(batch, device);
         let lr = learning_rate(&recipe.optim, step, total);
 
+        let guard = autocast_dtype
+            .map(autocast)
+            .transpose()
+            .expect("the recipe's amp.dtype is f16 or bf16");
         let logits = model.forward(images);
         let loss = loss_fn.forward(logits.clone(), labels.clone());
+        drop(guard);
         let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
         let metrics = logged.then(|| {
             (
@@ -88,8 +112,15 @@ where
                 correct_count(logits.detach(), labels),
             )
         });
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(lr, model, grads);
+        let scaled = scaler.scale(loss)?;
+        let grads = GradientsParams::from_grads(scaled.backward(), &model);
+        let grads = scaler.unscale(&model, grads)?;
+        let found_inf = scaler.found_inf();
+        model = optim.step(lr, model, grads, found_inf.as_ref());
+        scaler.update()?;
+        if let (Some(total_skipped), Some(found)) = (skipped.take(), found_inf) {
+            skipped = Some(total_skipped + found);
+        }
         interval_samples += batch_size;
         interval_steps += 1;
         progress.step();
@@ -97,12 +128,20 @@ where
         if let Some((loss, correct)) = metrics {
             B::sync(device)?;
             let elapsed = interval_start.elapsed().as_secs_f64();
-            let data = Transaction::default()
-                .register(loss)
-                .register(correct)
-                .execute();
+            let host_reads = count_reads
+                .then(|| counters::snapshot().since(&reads_baseline).host_reads());
+            let mut transaction = Transaction::default().register(loss).register(correct);
+            if let Some(total_skipped) = &skipped {
+                transaction = transaction
+                    .register(Tensor::<B, 1>::from_inner(scaler.scale_tensor()))
+                    .register(Tensor::<B, 1>::from_inner(total_skipped.clone()));
+            }
+            let data = transaction.execute();
+            reads_baseline = counters::snapshot();
             let loss = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
             let correct = data[1].iter::<i64>().next().unwrap_or(0);
+            let loss_scale = data.get(2).and_then(|d| d.iter::<f64>().next());
+            let skipped_steps = data.get(3).and_then(|d| d.iter::<f64>().next()).map(|s| s as u64);
             let memory = read_memory(stack);
             let (samples_per_sec, step_secs) = if step == 0 {
                 stats.first_step_secs = started.elapsed().as_secs_f64();
@@ -122,11 +161,16 @@ where
                 samples_per_sec,
                 step_secs,
                 memory,
+                loss_scale,
+                skipped_steps,
+                host_reads,
             };
             log.write(&record)?;
             progress.logged(&record, total);
             stats.final_loss = loss;
             stats.peak_memory = stats.peak_memory.max(memory.map(|m| m.peak));
+            stats.final_loss_scale = loss_scale;
+            stats.skipped_steps = skipped_steps;
             if !loss.is_finite() {
                 anyhow::bail!(
                     "loss is {loss} at step {}: training diverged (lower optim.lr?)",

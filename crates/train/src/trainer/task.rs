@@ -6,15 +6,14 @@ use super::init::init_model;
 use super::step_loop::{LoopStats, inference_model, train_steps};
 use crate::log::JsonlLog;
 use crate::progress::Progress;
-use crate::recipe::{OptimizerName, Recipe};
+use crate::recipe::{OptimSection, OptimizerName, Recipe};
 use crate::stack::{Stack, StackTask};
 use anyhow::{Context, Result};
 use burn::module::Module;
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, AdamWConfig, Optimizer, SgdConfig};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
+use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
+use burnacc_amp::scaler::GradScaler;
 use burnacc_models::{ResNet, ResNetConfig};
 use std::path::{Path, PathBuf};
 
@@ -58,60 +57,55 @@ impl StackTask for TrainTask<'_> {
         let model: ResNet<B> = init_model(&config, self.recipe.train.seed, &device)?;
         // Seeds what the device draws itself during training (e.g. dropout masks).
         B::seed(&device, self.recipe.train.seed);
-        let o = &self.recipe.optim;
-        let decay = (o.weight_decay > 0.0).then(|| WeightDecayConfig::new(o.weight_decay as f32));
-        match o.name {
-            OptimizerName::Sgd => {
-                let momentum = (o.momentum > 0.0).then_some(MomentumConfig {
-                    momentum: o.momentum,
-                    dampening: 0.0,
-                    nesterov: o.nesterov,
-                });
-                let optim = SgdConfig::new()
-                    .with_momentum(momentum)
-                    .with_weight_decay(decay)
-                    .init();
-                self.finish(model, optim, stack, &device)
-            }
-            OptimizerName::Adam => {
-                let optim = AdamConfig::new()
-                    .with_beta_1(o.betas[0] as f32)
-                    .with_beta_2(o.betas[1] as f32)
-                    .with_epsilon(o.eps as f32)
-                    .with_weight_decay(decay)
-                    .init();
-                self.finish(model, optim, stack, &device)
-            }
-            OptimizerName::Adamw => {
-                let optim = AdamWConfig::new()
-                    .with_beta_1(o.betas[0] as f32)
-                    .with_beta_2(o.betas[1] as f32)
-                    .with_epsilon(o.eps as f32)
-                    .with_weight_decay(o.weight_decay as f32)
-                    .init();
-                self.finish(model, optim, stack, &device)
-            }
-        }
+        let optim = build_optimizer::<B>(&self.recipe.optim)?;
+        let scaler = GradScaler::<B>::new(self.recipe.amp.scaler_config(), &device)
+            .context("amp: invalid loss-scaler settings")?;
+        self.finish(model, optim, scaler, stack, &device)
     }
 }
 
+/// The recipe's optimizer, sync-free (burnacc-amp): the same optimizer runs in every mode, so
+/// modes differ only in the backend.
+pub fn build_optimizer<B: AutodiffBackend>(
+    o: &OptimSection,
+) -> Result<Box<dyn SyncFreeOptimizer<ResNet<B>, B>>> {
+    let [beta1, beta2] = o.betas;
+    let adam = |base: AdamConfig| AdamConfig {
+        betas: (beta1, beta2),
+        eps: o.eps,
+        weight_decay: o.weight_decay,
+        ..base
+    };
+    Ok(match o.name {
+        OptimizerName::Sgd => Box::new(
+            SgdConfig {
+                momentum: o.momentum,
+                dampening: 0.0,
+                weight_decay: o.weight_decay,
+                nesterov: o.nesterov,
+            }
+            .init::<B>()?,
+        ),
+        OptimizerName::Adam => Box::new(adam(AdamConfig::adam()).init::<B>()?),
+        OptimizerName::Adamw => Box::new(adam(AdamConfig::adamw()).init::<B>()?),
+    })
+}
+
 impl TrainTask<'_> {
-    fn finish<B, O>(
+    fn finish<B: AutodiffBackend>(
         self,
         model: ResNet<B>,
-        optim: O,
+        optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
+        scaler: GradScaler<B>,
         stack: Stack,
         device: &B::Device,
-    ) -> Result<TrainOutcome>
-    where
-        B: AutodiffBackend,
-        O: Optimizer<ResNet<B>, B>,
-    {
+    ) -> Result<TrainOutcome> {
         let mut log = JsonlLog::create(&self.run_dir.join("log.jsonl"))?;
         let progress = Progress::new(self.recipe.train.max_steps, self.quiet);
         let (model, stats) = train_steps(
             model,
             optim,
+            scaler,
             self.recipe,
             &self.data.train,
             stack,

@@ -1,0 +1,173 @@
+//! Sync-free SGD with momentum, dampening, Nesterov momentum and L2 weight decay, as
+//! `torch.optim.SGD` (`torch/optim/sgd.py`, `_single_tensor_sgd`):
+//!
+//! ```text
+//! g = grad + weight_decay * p                       (if weight_decay != 0)
+//! if momentum != 0:
+//!     buf = g                                       (first step: torch.clone(g))
+//!     buf = momentum * buf + (1 - dampening) * g    (later steps)
+//!     g = g + momentum * buf   if nesterov   else   buf
+//! p = p - lr * g
+//! ```
+//!
+//! "First step" is decided on the device from a per-parameter step counter (f32 `[1]`), which
+//! a skipped step does not advance.
+
+use super::device::{Erased, StepMask, zero_step};
+use super::error::{OptimError, check};
+use super::mapper::{UpdateRule, step_module};
+use super::SyncFreeOptimizer;
+use burn::module::{AutodiffModule, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use std::collections::HashMap;
+
+/// Hyper-parameters of [`Sgd`]; defaults as `torch.optim.SGD` (all zero, no Nesterov). The
+/// learning rate is given to each step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SgdConfig {
+    /// Momentum factor μ (`>= 0`; 0 disables momentum and its state).
+    pub momentum: f64,
+    /// Dampening of the gradient in the momentum buffer, `(1 - dampening) * g`.
+    pub dampening: f64,
+    /// L2 penalty added to the gradient, `g + weight_decay * p` (`>= 0`).
+    pub weight_decay: f64,
+    /// Nesterov momentum; needs `momentum > 0` and `dampening = 0`.
+    pub nesterov: bool,
+}
+
+impl Default for SgdConfig {
+    fn default() -> Self {
+        Self {
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+        }
+    }
+}
+
+impl SgdConfig {
+    /// Checks PyTorch's ranges; the error names the field.
+    pub fn validate(&self) -> Result<(), OptimError> {
+        check(self.momentum >= 0.0 && self.momentum.is_finite(), "SGD", "momentum", self.momentum, "finite and >= 0")?;
+        check(self.dampening.is_finite(), "SGD", "dampening", self.dampening, "finite")?;
+        check(
+            self.weight_decay >= 0.0 && self.weight_decay.is_finite(),
+            "SGD",
+            "weight_decay",
+            self.weight_decay,
+            "finite and >= 0",
+        )?;
+        check(
+            !self.nesterov || (self.momentum > 0.0 && self.dampening == 0.0),
+            "SGD",
+            "nesterov",
+            format!("true (momentum = {}, dampening = {})", self.momentum, self.dampening),
+            "momentum > 0 and dampening = 0 (Nesterov momentum requires a momentum and zero dampening)",
+        )
+    }
+
+    /// A validated [`Sgd`] with no state yet.
+    pub fn init<B: AutodiffBackend>(&self) -> Result<Sgd<B>, OptimError> {
+        self.validate()?;
+        Ok(Sgd {
+            rule: SgdRule(*self),
+            states: HashMap::new(),
+        })
+    }
+}
+
+/// The state of one parameter of rank `D` (only with `momentum != 0`).
+#[derive(Clone, Debug)]
+pub struct SgdParamState<B: Backend, const D: usize> {
+    /// Steps taken, f32 `[1]` (0: the next step initialises the buffer).
+    pub step: Tensor<B, 1>,
+    /// The momentum buffer, the parameter's shape and dtype.
+    pub momentum_buffer: Tensor<B, D>,
+}
+
+/// Sync-free SGD; see the [module docs](self) for the update.
+pub struct Sgd<B: AutodiffBackend> {
+    rule: SgdRule,
+    states: HashMap<ParamId, ErasedState<B::InnerBackend>>,
+}
+
+impl<B: AutodiffBackend> Sgd<B> {
+    /// The config.
+    pub fn config(&self) -> &SgdConfig {
+        &self.rule.0
+    }
+
+    /// The state of parameter `id` of rank `D`, if it has taken a step with momentum.
+    pub fn param_state<const D: usize>(&self, id: ParamId) -> Option<SgdParamState<B::InnerBackend, D>> {
+        self.states.get(&id).map(|s| SgdParamState {
+            step: s.step.clone(),
+            momentum_buffer: s.momentum_buffer.get(),
+        })
+    }
+}
+
+impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Sgd<B> {
+    fn step(
+        &mut self,
+        lr: f64,
+        module: M,
+        grads: GradientsParams,
+        found_inf: Option<&Tensor<B::InnerBackend, 1>>,
+    ) -> M {
+        step_module(&self.rule, &mut self.states, lr, module, grads, found_inf)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct ErasedState<B: Backend> {
+    step: Tensor<B, 1>,
+    momentum_buffer: Erased<B>,
+}
+
+struct SgdRule(SgdConfig);
+
+impl<B: Backend> UpdateRule<B> for SgdRule {
+    type State = ErasedState<B>;
+
+    fn update<const D: usize>(
+        &self,
+        lr: f64,
+        param: Tensor<B, D>,
+        grad: Tensor<B, D>,
+        state: Option<Self::State>,
+        mask: &StepMask<B>,
+    ) -> (Tensor<B, D>, Option<Self::State>) {
+        let c = &self.0;
+        let grad = if c.weight_decay != 0.0 {
+            grad + param.clone().mul_scalar(c.weight_decay)
+        } else {
+            grad
+        };
+        let (direction, state) = if c.momentum != 0.0 {
+            let (step, buf) = match state {
+                Some(s) => (s.step, s.momentum_buffer.get::<D>()),
+                None => (zero_step(&param.device()), param.zeros_like()),
+            };
+            let first = step.clone().equal_elem(0.0).reshape([1; D]).expand(buf.shape());
+            let continued = buf.clone().mul_scalar(c.momentum) + grad.clone().mul_scalar(1.0 - c.dampening);
+            let new_buf = continued.mask_where(first, grad.clone());
+            let direction = if c.nesterov {
+                grad + new_buf.clone().mul_scalar(c.momentum)
+            } else {
+                new_buf.clone()
+            };
+            let state = ErasedState {
+                step: mask.advance(step),
+                momentum_buffer: Erased::new(mask.keep(new_buf, buf)),
+            };
+            (direction, Some(state))
+        } else {
+            (grad, None)
+        };
+        let new_param = param.clone() - direction.mul_scalar(lr);
+        (mask.keep(new_param, param), state)
+    }
+}
