@@ -1,0 +1,119 @@
+//! Tier 2: a ResNet whose every block is checkpointed computes the same loss, gradients and
+//! batch-norm running statistics as the plain ResNet, in f32 and under bf16 autocast.
+
+use burn::backend::Autodiff;
+use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
+use burn::backend::flex::Flex;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{FloatDType, Int, Tensor, TensorData};
+use burnacc_backend::Acc;
+use burnacc_backend::autocast::autocast;
+use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+use burn::optim::GradientsParams;
+use burnacc_models::{ResNet, ResNetConfig};
+
+/// Every float tensor of the model (parameters and running statistics) and every parameter
+/// gradient, flattened to f32, in visiting order.
+struct Collect<'a> {
+    grads: &'a mut GradientsParams,
+    values: Vec<Vec<f32>>,
+    gradients: Vec<Vec<f32>>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let tensor = param.val();
+        if let Some(grad) = self.grads.remove::<B::InnerBackend, D>(param.id) {
+            self.gradients.push(grad.cast(burn::tensor::DType::F32).into_data().to_vec().unwrap());
+        }
+        self.values.push(tensor.inner().cast(burn::tensor::DType::F32).into_data().to_vec().unwrap());
+    }
+}
+
+/// Deterministic values in [-1, 1) (tests run in parallel and share the backend's RNG).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// One training step's loss, gradients and model tensors after the forward pass, from the
+/// weights of `base` (a copy with its own running statistics).
+fn step<B: CheckpointBackend>(
+    base: &ResNet<B>,
+    checkpointed: bool,
+    amp: Option<FloatDType>,
+) -> (f32, Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let device = Default::default();
+    let model: ResNet<B> = config().init(&device).load_record(base.clone().into_record());
+    let images = Tensor::<B, 4>::from_data(TensorData::new(values(4 * 3 * 32 * 32, 1), [4, 3, 32, 32]), &device);
+    let labels = Tensor::<B, 1, Int>::from_data(TensorData::new(vec![0i64, 3, 1, 4], [4]), &device);
+    let guard = amp.map(|d| autocast(d).unwrap());
+    let mut tape = CheckpointTape::new();
+    let mut x = model.stem(images);
+    for block in model.blocks() {
+        x = if checkpointed {
+            tape.checkpoint(block, x, |block, x| block.forward(x))
+        } else {
+            block.forward(x)
+        };
+    }
+    let loss = CrossEntropyLossConfig::new().init(&device).forward(model.head(x), labels);
+    drop(guard);
+    assert_eq!(tape.len(), if checkpointed { 8 } else { 0 });
+    let value = loss.clone().into_data().iter::<f32>().next().unwrap();
+    let mut grads = tape.backward(loss, &model);
+    let mut collect = Collect { grads: &mut grads, values: Vec::new(), gradients: Vec::new() };
+    model.visit(&mut collect);
+    (value, collect.gradients, collect.values)
+}
+
+fn assert_same(what: &str, a: &[Vec<f32>], b: &[Vec<f32>]) {
+    assert_eq!(a.len(), b.len(), "{what}: number of tensors");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert_eq!(x.len(), y.len(), "{what} {i}: length");
+        for (j, (p, q)) in x.iter().zip(y).enumerate() {
+            let tolerance = 1e-6 * p.abs().max(q.abs()).max(1e-3);
+            assert!((p - q).abs() <= tolerance, "{what} {i}[{j}]: {p} vs {q}");
+        }
+    }
+}
+
+fn config() -> ResNetConfig {
+    ResNetConfig::resnet18(5).with_base_width(8)
+}
+
+fn same_as_plain<B: CheckpointBackend>(amp: Option<FloatDType>) {
+    // Initialized once: clones of a lazily initialized parameter would each draw their own.
+    let base = config().init::<B>(&Default::default());
+    let base = config().init::<B>(&Default::default()).load_record(base.into_record());
+    let (loss, grads, values) = step::<B>(&base, false, amp);
+    let (loss_c, grads_c, values_c) = step::<B>(&base, true, amp);
+    assert_eq!(loss, loss_c, "loss");
+    // Every parameter got a gradient (20 convolutions and batch norms, the head).
+    assert_eq!(grads.len(), 62);
+    assert_same("gradient", &grads, &grads_c);
+    // Running statistics were updated once, not again by the recompute.
+    assert_same("parameter or running statistic", &values, &values_c);
+}
+
+#[test]
+fn checkpointed_blocks_give_the_plain_gradients_on_autodiff() {
+    same_as_plain::<Autodiff<Flex>>(None);
+}
+
+#[test]
+fn checkpointed_blocks_give_the_plain_gradients_on_acc() {
+    same_as_plain::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None);
+}
+
+#[test]
+fn checkpointed_blocks_give_the_plain_gradients_under_autocast() {
+    same_as_plain::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(Some(FloatDType::BF16));
+}
