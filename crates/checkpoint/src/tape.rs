@@ -110,7 +110,10 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
     {
         let autocast_at_forward = autocast_dtype();
         materialize(block);
-        let output = forward(&block.clone().no_grad(), input.clone().detach());
+        // Burn's `detach` keeps a leaf's `require_grad`: the input must be untracked for the
+        // forward pass not to be recorded.
+        let untracked = input.clone().detach().set_require_grad(false);
+        let output = forward(&block.clone().no_grad(), untracked);
         let (shape, dtype) = (output.shape(), output.dtype());
         let output = Tensor::<B, E>::from_inner(output.inner()).require_grad();
 
