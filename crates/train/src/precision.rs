@@ -4,7 +4,7 @@
 use crate::recipe::{AmpDtype, Recipe, RecipeError};
 use crate::stack::{Stack, StackTask, with_stack};
 use burn::tensor::DType;
-use burn::tensor::backend::AutodiffBackend;
+use burnacc_checkpoint::CheckpointBackend;
 use std::path::Path;
 
 /// The float dtypes of interest, widest first.
@@ -20,7 +20,7 @@ struct SupportedFloats;
 impl StackTask for SupportedFloats {
     type Output = Vec<&'static str>;
 
-    fn run<B: AutodiffBackend>(self, _stack: Stack, device: B::Device) -> Vec<&'static str> {
+    fn run<B: CheckpointBackend>(self, _stack: Stack, device: B::Device) -> Vec<&'static str> {
         FLOAT_DTYPES
             .iter()
             .filter(|(dtype, _)| B::supports_dtype(&device, *dtype))

@@ -28,7 +28,7 @@ use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::flex::FlexDevice;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex, Wgpu};
-use burn::tensor::backend::AutodiffBackend;
+use burnacc_checkpoint::CheckpointBackend;
 use burnacc_backend::Acc;
 use std::fmt;
 
@@ -231,7 +231,8 @@ pub trait StackTask {
     /// What the work returns.
     type Output;
     /// Runs the work on backend `B` and `device`.
-    fn run<B: AutodiffBackend>(self, stack: Stack, device: B::Device) -> Self::Output;
+    /// Every stack is an autodiff backend on which blocks can be checkpointed.
+    fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Self::Output;
 }
 
 /// Runs `task` on the backend type and device of `stack`.

@@ -298,3 +298,10 @@ fn bad_amp_settings_are_named() {
         assert_names(&error_of("", sets), key);
     }
 }
+
+#[test]
+fn checkpoint_mode_is_checked() {
+    assert_names(&error_of("", &["checkpoint.mode=auto"]), "checkpoint.mode");
+    let r = parse_recipe("[checkpoint]\nmode = \"blocks\"\n", Path::new("ok.toml"), &[]).unwrap();
+    assert_eq!(r.checkpoint.mode, burnacc_train::recipe::CheckpointMode::Blocks);
+}

@@ -24,6 +24,27 @@ pub struct Recipe {
     pub backend: BackendSection,
     /// `[amp]`: mixed precision.
     pub amp: AmpSection,
+    /// `[checkpoint]`: gradient checkpointing of blocks.
+    pub checkpoint: CheckpointSection,
+}
+
+/// Which blocks a training step checkpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointMode {
+    /// None: autodiff keeps every activation it needs (default).
+    #[default]
+    None,
+    /// Every residual block: only block inputs are kept, blocks are recomputed in backward.
+    Blocks,
+}
+
+/// `[checkpoint]`
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointSection {
+    /// none or blocks.
+    pub mode: CheckpointMode,
 }
 
 /// The ResNet depths the recipe can name.

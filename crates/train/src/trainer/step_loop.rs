@@ -4,7 +4,7 @@ use super::batch::{correct_count, upload};
 use crate::log::{JsonlLog, StepRecord};
 use crate::memory::read_memory;
 use crate::progress::Progress;
-use crate::recipe::Recipe;
+use crate::recipe::{CheckpointMode, Recipe};
 use crate::schedule::learning_rate;
 use crate::stack::Stack;
 use anyhow::Result;
@@ -17,6 +17,7 @@ use burnacc_amp::optim::SyncFreeOptimizer;
 use burnacc_amp::scaler::GradScaler;
 use burnacc_backend::autocast::autocast;
 use burnacc_backend::counters;
+use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burnacc_datasets::Loader;
 use burnacc_models::ResNet;
 use std::time::Instant;
@@ -40,6 +41,8 @@ pub struct LoopStats {
     pub final_loss_scale: Option<f64>,
     /// Steps the loss scaler skipped for inf/NaN gradients (loss scaling on).
     pub skipped_steps: Option<u64>,
+    /// Blocks checkpointed per step (`[checkpoint] mode`).
+    pub checkpointed_blocks: usize,
 }
 
 /// Trains `model` for `recipe.train.max_steps` steps, logging every `log_every` steps.
@@ -54,7 +57,7 @@ pub struct LoopStats {
 /// through `Acc` between logged steps outside that transaction (zero when the step is
 /// sync-free).
 #[allow(clippy::too_many_arguments)]
-pub fn train_steps<B: AutodiffBackend>(
+pub fn train_steps<B: CheckpointBackend>(
     mut model: ResNet<B>,
     mut optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
     mut scaler: GradScaler<B>,
@@ -102,7 +105,11 @@ pub fn train_steps<B: AutodiffBackend>(
             .map(autocast)
             .transpose()
             .expect("the recipe's amp.dtype is f16 or bf16");
-        let logits = model.forward(images);
+        let mut tape = CheckpointTape::new();
+        let logits = match recipe.checkpoint.mode {
+            CheckpointMode::None => model.forward(images),
+            CheckpointMode::Blocks => forward_checkpointed(&model, images, &mut tape),
+        };
         let loss = loss_fn.forward(logits.clone(), labels.clone());
         drop(guard);
         let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
@@ -113,7 +120,12 @@ pub fn train_steps<B: AutodiffBackend>(
             )
         });
         let scaled = scaler.scale(loss)?;
-        let grads = GradientsParams::from_grads(scaled.backward(), &model);
+        stats.checkpointed_blocks = tape.len();
+        let grads = if tape.is_empty() {
+            GradientsParams::from_grads(scaled.backward(), &model)
+        } else {
+            tape.backward(scaled, &model)
+        };
         let grads = scaler.unscale(&model, grads)?;
         let found_inf = scaler.found_inf();
         model = optim.step(lr, model, grads, found_inf.as_ref());
@@ -185,6 +197,21 @@ pub fn train_steps<B: AutodiffBackend>(
     }
     stats.median_samples_per_sec = median(&mut speeds);
     Ok((model, stats))
+}
+
+/// ResNet's forward pass with every residual block checkpointed on `tape`.
+///
+/// images: `[batch, channels, height, width]` → logits `[batch, classes]`.
+fn forward_checkpointed<B: CheckpointBackend>(
+    model: &ResNet<B>,
+    images: Tensor<B, 4>,
+    tape: &mut CheckpointTape<B>,
+) -> Tensor<B, 2> {
+    let mut x = model.stem(images);
+    for block in model.blocks() {
+        x = tape.checkpoint(block, x, |block, x| block.forward(x));
+    }
+    model.head(x)
 }
 
 fn median(values: &mut [f64]) -> Option<f64> {

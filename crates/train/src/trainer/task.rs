@@ -14,6 +14,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
 use burnacc_amp::scaler::GradScaler;
+use burnacc_checkpoint::CheckpointBackend;
 use burnacc_models::{ResNet, ResNetConfig};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ pub fn model_config(recipe: &Recipe, num_classes: usize, channels: usize) -> Res
 impl StackTask for TrainTask<'_> {
     type Output = Result<TrainOutcome>;
 
-    fn run<B: AutodiffBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
+    fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
         let config = model_config(self.recipe, self.data.num_classes, self.data.channels);
         let model: ResNet<B> = init_model(&config, self.recipe.train.seed, &device)?;
         // Seeds what the device draws itself during training (e.g. dropout masks).
@@ -92,7 +93,7 @@ pub fn build_optimizer<B: AutodiffBackend>(
 }
 
 impl TrainTask<'_> {
-    fn finish<B: AutodiffBackend>(
+    fn finish<B: CheckpointBackend>(
         self,
         model: ResNet<B>,
         optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
