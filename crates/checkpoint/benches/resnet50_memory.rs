@@ -13,21 +13,20 @@ use burnacc_backend::Acc;
 use burnacc_checkpoint::CheckpointTape;
 use burnacc_models::{ResNet, ResNetConfig};
 use burnacc_train::memory::{host_heap, reset_host_peak};
+use burnacc_train::trainer::forward_checkpointed;
 use std::time::Instant;
 
 type B = Acc<Autodiff<Flex, BalancedCheckpointing>>;
 
 fn step(model: &ResNet<B>, images: Tensor<B, 4>, labels: Tensor<B, 1, Int>, checkpointed: bool) {
+    let device = images.device();
     let mut tape = CheckpointTape::new();
-    let mut x = model.stem(images);
-    for block in model.blocks() {
-        x = if checkpointed {
-            tape.checkpoint(block, x, |block, x| block.forward(x))
-        } else {
-            block.forward(x)
-        };
-    }
-    let loss = CrossEntropyLossConfig::new().init(&x.device()).forward(model.head(x), labels);
+    let logits = if checkpointed {
+        forward_checkpointed(model, images, &mut tape)
+    } else {
+        model.forward(images)
+    };
+    let loss = CrossEntropyLossConfig::new().init(&device).forward(logits, labels);
     let grads = tape.backward(loss, model);
     assert!(!grads.is_empty());
 }

@@ -13,6 +13,8 @@ use burnacc_backend::autocast::autocast;
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burn::optim::GradientsParams;
 use burnacc_models::{ResNet, ResNetConfig};
+use burnacc_tests::rng::HostRng;
+use burnacc_train::trainer::forward_checkpointed;
 
 /// Every float tensor of the model (parameters and running statistics) and every parameter
 /// gradient, flattened to f32, in visiting order.
@@ -32,15 +34,11 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_> {
     }
 }
 
-/// Deterministic values in [-1, 1) (tests run in parallel and share the backend's RNG).
+/// Deterministic values in [-1, 1), from the host (tests run in parallel and share the
+/// backend's RNG).
 fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = HostRng::new(seed);
+    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
 }
 
 /// One training step's loss, gradients and model tensors after the forward pass, from the
@@ -56,15 +54,12 @@ fn step<B: CheckpointBackend>(
     let labels = Tensor::<B, 1, Int>::from_data(TensorData::new(vec![0i64, 3, 1, 4], [4]), &device);
     let guard = amp.map(|d| autocast(d).unwrap());
     let mut tape = CheckpointTape::new();
-    let mut x = model.stem(images);
-    for block in model.blocks() {
-        x = if checkpointed {
-            tape.checkpoint(block, x, |block, x| block.forward(x))
-        } else {
-            block.forward(x)
-        };
-    }
-    let loss = CrossEntropyLossConfig::new().init(&device).forward(model.head(x), labels);
+    let logits = if checkpointed {
+        forward_checkpointed(&model, images, &mut tape)
+    } else {
+        model.forward(images)
+    };
+    let loss = CrossEntropyLossConfig::new().init(&device).forward(logits, labels);
     drop(guard);
     assert_eq!(tape.len(), if checkpointed { 8 } else { 0 });
     let value = loss.clone().into_data().iter::<f32>().next().unwrap();

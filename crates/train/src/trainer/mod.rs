@@ -10,7 +10,7 @@ mod task;
 pub use data::{DataSources, build_data};
 pub use eval::{EvalResult, evaluate};
 pub use init::init_model;
-pub use step_loop::{LoopStats, train_steps};
+pub use step_loop::{LoopStats, forward_checkpointed, train_steps};
 pub use task::{TrainOutcome, TrainTask, model_config};
 
 use crate::precision::check_amp_dtype;

@@ -202,7 +202,7 @@ pub fn train_steps<B: CheckpointBackend>(
 /// ResNet's forward pass with every residual block checkpointed on `tape`.
 ///
 /// images: `[batch, channels, height, width]` → logits `[batch, classes]`.
-fn forward_checkpointed<B: CheckpointBackend>(
+pub fn forward_checkpointed<B: CheckpointBackend>(
     model: &ResNet<B>,
     images: Tensor<B, 4>,
     tape: &mut CheckpointTape<B>,
