@@ -1,8 +1,8 @@
-//! The crate's one error type. Every message names the file, folder or value at fault.
+//! The crate's one error type. Every message names the file, folder, key or value at fault.
 
 use std::path::PathBuf;
 
-/// Errors of dataset opening, decoding, generation and loading.
+/// Errors of dataset opening, decoding, tokenization, generation and loading.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// Reading, writing or listing `path` failed.
@@ -136,6 +136,90 @@ pub enum DataError {
     NotAMockTree {
         /// The folder.
         path: PathBuf,
+    },
+    /// A data file that is not there (text data: fetched by `scripts/fetch_text_data.sh`).
+    #[error("{} does not exist: run {fetch} to fetch it", .path.display())]
+    MissingFile {
+        /// The file expected.
+        path: PathBuf,
+        /// The command that puts it there.
+        fetch: &'static str,
+    },
+    /// A file whose SHA-256 digest is not the published one.
+    #[error("checksum mismatch for {}: expected sha256 {expected}, found {actual} (re-run {fetch} to fetch it again)", .path.display())]
+    Checksum {
+        /// The file.
+        path: PathBuf,
+        /// Expected digest, lowercase hex.
+        expected: String,
+        /// Digest of the file, lowercase hex.
+        actual: String,
+        /// The command that fetches the file.
+        fetch: &'static str,
+    },
+    /// A JSON file that does not parse.
+    #[error("cannot parse JSON file {}: {source}", .path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error (with line and column).
+        source: serde_json::Error,
+    },
+    /// A JSON file whose `key` does not hold the value required.
+    #[error("{}: \"{key}\" is {found}, expected {expected}", .path.display())]
+    JsonField {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+        /// The value found, as JSON (`null` when absent).
+        found: String,
+        /// The value required.
+        expected: String,
+    },
+    /// A `tokenizer.json` that cannot be loaded or configured.
+    #[error("cannot load tokenizer {}: {message}", .path.display())]
+    Tokenizer {
+        /// The `tokenizer.json` file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// A text that the tokenizer cannot encode.
+    #[error("cannot tokenize {text:?}: {message}")]
+    Tokenize {
+        /// The text (its first 80 characters).
+        text: String,
+        /// The tokenizer's error.
+        message: String,
+    },
+    /// A CSV file that cannot be read (bad quoting, bad UTF-8, unequal field counts...).
+    #[error("cannot read CSV {}: {source}", .path.display())]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// The reader's error (with line and record).
+        source: csv::Error,
+    },
+    /// A row of a text data file that cannot be used.
+    #[error("{}, line {line}: {reason}", .path.display())]
+    BadRow {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number (for CSV: the line where the record starts).
+        line: u64,
+        /// What is wrong, naming the value at fault.
+        reason: String,
+    },
+    /// A tokenized sample longer than the packed row capacity.
+    #[error("sample {index} has {len} tokens, more than the packing row length {max_len}")]
+    SampleTooLong {
+        /// Position of the sample in the batch or dataset.
+        index: usize,
+        /// Its length in tokens.
+        len: usize,
+        /// Tokens per packed row.
+        max_len: usize,
     },
     /// A loader worker thread panicked while building a batch.
     #[error("loader worker panicked while building batch {batch}")]

@@ -8,6 +8,12 @@
 //! - [`generate_mock_imagenet`]: a learnable, generated ImageFolder tree of JPEGs.
 //! - [`FashionMnist`]: the IDX files fetched by `scripts/fetch_fashion_mnist.sh`.
 //! - [`Subset`] and [`stratified_split`]: hold-out validation splits.
+//!
+//! Text ([`text`]), for BERT sequence classification: a [`TextTokenizer`] (Hugging Face
+//! `tokenizer.json`), readers of the Rotten Tomatoes corpus and SST-2 style TSV files, and a
+//! [`TextLoader`] of [`TextBatch`]es (`[rows * seq_len]` i64 token ids, positions and
+//! attention segments, padded per batch or sequence-packed, with per-sample `cls_index` and
+//! `labels`). The data is fetched by `scripts/fetch_text_data.sh` and checked by SHA-256.
 
 mod error;
 mod fashion_mnist;
@@ -19,6 +25,7 @@ pub mod paths;
 mod sample;
 pub mod seed;
 mod subset;
+pub mod text;
 pub mod transform;
 
 pub use error::DataError;
@@ -36,4 +43,10 @@ pub use mock_imagenet::{
 };
 pub use sample::{HostBatch, ImageDataset, ImageSample};
 pub use subset::{SplitIndices, Subset, stratified_split};
+pub use text::{
+    MiniLmFiles, TextBatch, TextExample, TextLoader, TextLoaderConfig, TextTokenizer,
+    minilm_present, pack_batch, pad_batch, read_rotten_tomatoes, read_sst2_tsv,
+    rotten_tomatoes_file, rotten_tomatoes_present, text_data_dir, tokenize_all, train_val_split,
+    verify_sha256,
+};
 pub use transform::{ImageTransform, Normalize, TransformMode};

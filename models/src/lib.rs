@@ -1,9 +1,11 @@
 //! Reference models, generic over `B: Backend`.
 
+pub mod bert;
 pub mod error;
 pub mod params;
 pub mod resnet;
 
+pub use bert::{BertConfig, BertForSequenceClassification, BertInput, BertModel, HiddenAct};
 pub use error::UnknownModel;
 pub use params::{NamedTensor, named_tensors, num_trainable_params, torch_key};
 pub use resnet::{Block, BlockKind, ResNet, ResNetConfig};

@@ -257,17 +257,28 @@ fn amp_section_defaults_follow_pytorch() {
     };
     let off = parse(&[]);
     assert!(!off.is_enabled());
-    assert!(!off.scaler_config().enabled, "no loss scaling without autocast");
+    assert!(
+        !off.scaler_config().enabled,
+        "no loss scaling without autocast"
+    );
 
     let bf16 = parse(&["amp.enabled=true"]);
     assert_eq!(bf16.autocast_dtype(), Some(AmpDtype::Bf16));
-    assert!(!bf16.scaler_config().enabled, "bf16: no loss scaling by default");
+    assert!(
+        !bf16.scaler_config().enabled,
+        "bf16: no loss scaling by default"
+    );
 
     let f16 = parse(&["amp.enabled=true", "amp.dtype=f16"]);
     let scaler = f16.scaler_config();
     assert!(scaler.enabled, "f16: loss scaling by default");
     assert_eq!(
-        (scaler.init_scale, scaler.growth_factor, scaler.backoff_factor, scaler.growth_interval),
+        (
+            scaler.init_scale,
+            scaler.growth_factor,
+            scaler.backoff_factor,
+            scaler.growth_interval
+        ),
         (65536.0, 2.0, 0.5, 2000)
     );
     let forced = parse(&["amp.enabled=true", "amp.grad_scaler=true"]);
@@ -286,10 +297,19 @@ fn bad_amp_settings_are_named() {
         (&["amp.dtype=f32"][..], "amp.dtype"),
         (&["amp.level=\"O2\""][..], "amp.level"),
         (&["amp.enabled=true", "amp.level=\"O0\""][..], "amp.level"),
-        (&["amp.enabled=true", "backend.mode=eager"][..], "amp.enabled"),
-        (&["amp.level=\"O1\"", "backend.mode=fused"][..], "amp.enabled"),
+        (
+            &["amp.enabled=true", "backend.mode=eager"][..],
+            "amp.enabled",
+        ),
+        (
+            &["amp.level=\"O1\"", "backend.mode=fused"][..],
+            "amp.enabled",
+        ),
         (&["amp.grad_scaler=true"][..], "amp.grad_scaler"),
-        (&["amp.enabled=true", "amp.backoff_factor=1.5"][..], "amp.backoff_factor"),
+        (
+            &["amp.enabled=true", "amp.backoff_factor=1.5"][..],
+            "amp.backoff_factor",
+        ),
         (&["amp.init_scale=0.0"][..], "amp.init_scale"),
         (&["amp.growth_factor=1.0"][..], "amp.growth_factor"),
         (&["amp.growth_interval=0"][..], "amp.growth_interval"),
@@ -302,6 +322,114 @@ fn bad_amp_settings_are_named() {
 #[test]
 fn checkpoint_mode_is_checked() {
     assert_names(&error_of("", &["checkpoint.mode=auto"]), "checkpoint.mode");
-    let r = parse_recipe("[checkpoint]\nmode = \"blocks\"\n", Path::new("ok.toml"), &[]).unwrap();
-    assert_eq!(r.checkpoint.mode, burnacc_train::recipe::CheckpointMode::Blocks);
+    let r = parse_recipe(
+        "[checkpoint]\nmode = \"blocks\"\n",
+        Path::new("ok.toml"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        r.checkpoint.mode,
+        burnacc_train::recipe::CheckpointMode::Blocks
+    );
+}
+
+const TEXT_RECIPE: &str = "[model]\nname = \"minilm-l6\"\n[data]\ndataset = \"rotten-tomatoes\"\n";
+
+#[test]
+fn text_recipes_parse_with_their_defaults() {
+    let r = parse_recipe(TEXT_RECIPE, Path::new("text.toml"), &[]).unwrap();
+    assert!(r.model.name.is_text());
+    assert_eq!(r.data.max_length, 128);
+    assert!(!r.data.packing);
+    assert_eq!(r.model.bert_dropout(), 0.1);
+    let r = load_recipe(&configs_dir().join("bert_base.toml"), &[]);
+    // The default corpus may be absent on this machine: then the error names the file.
+    if let Err(e) = &r {
+        let message = e.to_string();
+        assert!(
+            message.contains("rotten_tomatoes_corpus.csv.bz2"),
+            "{message}"
+        );
+        assert!(message.contains("scripts/fetch_text_data.sh"), "{message}");
+    }
+    let text = std::fs::read_to_string(configs_dir().join("bert_base.toml")).unwrap();
+    let r = parse_recipe(&text, Path::new("bert_base.toml"), &[]).unwrap();
+    assert_eq!(r.model.name.as_str(), "bert-base");
+    assert_eq!((r.train.batch_size, r.data.max_length), (128, 512));
+    assert_eq!(r.amp.autocast_dtype(), Some(AmpDtype::Bf16));
+}
+
+#[test]
+fn bad_text_settings_are_named() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["data.dataset=fashion-mnist"], "data.dataset"),
+        (&["model.name=resnet18"], "data.dataset"),
+        (&["data.max_length=1"], "data.max_length"),
+        (&["data.max_length=513"], "data.max_length"),
+        (&["model.dropout=1.0"], "model.dropout"),
+        (&["checkpoint.mode=blocks"], "checkpoint.mode"),
+        (
+            &["model.name=bert-base", "model.pretrained=true"],
+            "model.pretrained",
+        ),
+    ];
+    for (sets, key) in cases {
+        let message = error_of(TEXT_RECIPE, sets);
+        assert_names(&message, key);
+    }
+    assert_names(
+        &error_of(
+            "[model]\nname = \"minilm-l6\"\n[data]\ndataset = \"sst2-tsv\"\n",
+            &[],
+        ),
+        "data.path",
+    );
+    assert_names(
+        &error_of("[model]\npretrained = true\n", &[]),
+        "model.pretrained",
+    );
+    // Checkpointing BERT layers is fine without dropout.
+    let sets = [
+        "checkpoint.mode=blocks".to_string(),
+        "model.dropout=0.0".to_string(),
+    ];
+    parse_recipe(TEXT_RECIPE, Path::new("text.toml"), &sets).unwrap();
+}
+
+#[test]
+fn missing_text_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("text.toml");
+    let tsv = dir.path().join("train.tsv");
+    std::fs::write(&tsv, "sentence\tlabel\ngood\t1\n").unwrap();
+    let text = format!(
+        "[model]\nname = \"minilm-l6\"\nweights = {:?}\n[data]\ndataset = \"sst2-tsv\"\npath = {:?}\ntokenizer = {:?}\n",
+        dir.path().join("absent.safetensors"),
+        tsv,
+        dir.path().join("absent-tokenizer.json"),
+    );
+    std::fs::write(&recipe, &text).unwrap();
+    let message = load_recipe(&recipe, &[]).unwrap_err().to_string();
+    assert!(
+        message.contains("`data.tokenizer`") && message.contains("absent-tokenizer.json"),
+        "{message}"
+    );
+    let tokenizer = dir.path().join("tokenizer.json");
+    std::fs::write(&tokenizer, "{}").unwrap();
+    let sets = [format!("data.tokenizer={tokenizer:?}")];
+    let message = load_recipe(&recipe, &sets).unwrap_err().to_string();
+    assert!(
+        message.contains("`model.weights`") && message.contains("absent.safetensors"),
+        "{message}"
+    );
+    let sets = [
+        format!("data.tokenizer={tokenizer:?}"),
+        format!("data.path={:?}", dir.path().join("absent.tsv")),
+    ];
+    let message = load_recipe(&recipe, &sets).unwrap_err().to_string();
+    assert!(
+        message.contains("`data.path`") && message.contains("absent.tsv"),
+        "{message}"
+    );
 }

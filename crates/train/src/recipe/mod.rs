@@ -8,6 +8,7 @@ mod device;
 mod error;
 mod load;
 mod schema;
+mod text_paths;
 mod validate;
 
 pub use amp::{AmpDtype, AmpLevel, AmpSection};
@@ -15,3 +16,4 @@ pub use device::{DeviceSpec, Mode};
 pub use error::RecipeError;
 pub use load::{apply_set, load_recipe, parse_recipe};
 pub use schema::*;
+pub use text_paths::TextPaths;

@@ -47,7 +47,7 @@ pub struct CheckpointSection {
     pub mode: CheckpointMode,
 }
 
-/// The ResNet depths the recipe can name.
+/// The networks a recipe can name: ResNets for images, BERTs for text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
@@ -57,10 +57,18 @@ pub enum ModelName {
     Resnet50,
     Resnet101,
     Resnet152,
+    #[serde(rename = "bert-base")]
+    BertBase,
+    #[serde(rename = "bert-large")]
+    BertLarge,
+    /// all-MiniLM-L6-v2's encoder: BERT with 6 layers of width 384.
+    #[serde(rename = "minilm-l6")]
+    MinilmL6,
 }
 
 impl ModelName {
-    /// torchvision's name, e.g. `resnet50`.
+    /// The recipe's spelling: torchvision's name (`resnet50`) or `bert-base`, `bert-large`,
+    /// `minilm-l6`.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelName::Resnet18 => "resnet18",
@@ -68,8 +76,31 @@ impl ModelName {
             ModelName::Resnet50 => "resnet50",
             ModelName::Resnet101 => "resnet101",
             ModelName::Resnet152 => "resnet152",
+            ModelName::BertBase => "bert-base",
+            ModelName::BertLarge => "bert-large",
+            ModelName::MinilmL6 => "minilm-l6",
         }
     }
+
+    /// True for the BERT family (text classification), false for ResNets (images).
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            ModelName::BertBase | ModelName::BertLarge | ModelName::MinilmL6
+        )
+    }
+}
+
+/// Feed-forward activation of a BERT (`model.hidden_act`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HiddenActName {
+    /// Exact GELU (BERT's).
+    Gelu,
+    /// GELU's tanh approximation.
+    GeluTanh,
+    /// x·σ(1.702·x).
+    QuickGelu,
 }
 
 /// `[model]`
@@ -84,6 +115,22 @@ pub struct ModelSection {
     pub base_width: usize,
     /// 3×3 stride-1 stem without max-pool, for 28–32 px images (the ResNet paper's CIFAR stem).
     pub small_input_stem: bool,
+    /// Start from published weights (BERT family): minilm-l6 loads all-MiniLM-L6-v2 as
+    /// fetched by `scripts/fetch_text_data.sh`. Others need `model.weights`.
+    pub pretrained: bool,
+    /// A Hugging Face BERT `model.safetensors` to start from (BERT family); implies pretrained.
+    pub weights: Option<PathBuf>,
+    /// Feed-forward activation (BERT family); default: the model's (exact GELU).
+    pub hidden_act: Option<HiddenActName>,
+    /// Dropout of hidden states and attention probabilities (BERT family); default 0.1.
+    pub dropout: Option<f64>,
+}
+
+impl ModelSection {
+    /// The BERT dropout probability this recipe trains with.
+    pub fn bert_dropout(&self) -> f64 {
+        self.dropout.unwrap_or(0.1)
+    }
 }
 
 impl Default for ModelSection {
@@ -93,6 +140,10 @@ impl Default for ModelSection {
             num_classes: None,
             base_width: 64,
             small_input_stem: false,
+            pretrained: false,
+            weights: None,
+            hidden_act: None,
+            dropout: None,
         }
     }
 }
@@ -107,6 +158,29 @@ pub enum DatasetKind {
     MockImagenet,
     /// Fashion-MNIST's four IDX files at `data.path`.
     FashionMnist,
+    /// Rotten Tomatoes snippets (fresh = 1, rotten = 0): the `.csv.bz2` corpus at `data.path`,
+    /// default: the 4,866-snippet corpus fetched by `scripts/fetch_text_data.sh`.
+    RottenTomatoes,
+    /// SST-2-style `sentence<TAB>label` file at `data.path` (held-out: `data.val_path`).
+    Sst2Tsv,
+}
+
+impl DatasetKind {
+    /// True for the text datasets.
+    pub fn is_text(self) -> bool {
+        matches!(self, DatasetKind::RottenTomatoes | DatasetKind::Sst2Tsv)
+    }
+
+    /// The recipe's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatasetKind::ImageFolder => "image-folder",
+            DatasetKind::MockImagenet => "mock-imagenet",
+            DatasetKind::FashionMnist => "fashion-mnist",
+            DatasetKind::RottenTomatoes => "rotten-tomatoes",
+            DatasetKind::Sst2Tsv => "sst2-tsv",
+        }
+    }
 }
 
 /// What to do with an image that cannot be decoded.
@@ -124,14 +198,15 @@ pub enum OnCorrupt {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DataSection {
-    /// image-folder, mock-imagenet or fashion-mnist.
+    /// image-folder, mock-imagenet, fashion-mnist (images); rotten-tomatoes, sst2-tsv (text).
     pub dataset: DatasetKind,
     /// Dataset root (image-folder, fashion-mnist); for mock-imagenet, where to write it
-    /// (default: a cache folder).
+    /// (default: a cache folder); the corpus file (rotten-tomatoes, sst2-tsv).
     pub path: Option<PathBuf>,
-    /// Held-out images for evaluation (image-folder); without it `val_fraction` is held out.
+    /// Held-out images (image-folder) or TSV file (sst2-tsv); without it `val_fraction` is
+    /// held out.
     pub val_path: Option<PathBuf>,
-    /// Fraction of the training images held out for evaluation when there is no `val_path`.
+    /// Fraction of the training samples held out for evaluation when there is no `val_path`.
     pub val_fraction: f64,
     /// Side of the square crop fed to the model (ImageNet: 224).
     pub image_size: usize,
@@ -147,6 +222,13 @@ pub struct DataSection {
     pub on_corrupt: OnCorrupt,
     /// `[data.mock]`: size of the generated mock ImageNet.
     pub mock: MockSection,
+    /// Text: tokens per sample, `[CLS]` and `[SEP]` included; longer texts are truncated.
+    pub max_length: usize,
+    /// Text: pack several samples per row (block-diagonal attention) instead of padding each.
+    pub packing: bool,
+    /// Text: the tokenizer's `tokenizer.json` (default: bert-base-uncased's WordPiece as
+    /// fetched by `scripts/fetch_text_data.sh`).
+    pub tokenizer: Option<PathBuf>,
 }
 
 impl Default for DataSection {
@@ -163,6 +245,9 @@ impl Default for DataSection {
             prefetch: 4,
             on_corrupt: OnCorrupt::Fail,
             mock: MockSection::default(),
+            max_length: 128,
+            packing: false,
+            tokenizer: None,
         }
     }
 }

@@ -79,11 +79,83 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
     if o.nesterov && o.momentum == 0.0 {
         return Err(("optim.nesterov", "needs optim.momentum > 0".into()));
     }
+    validate_family(r)?;
     r.amp.validate(r.backend.mode == super::Mode::Acc)
+}
+
+/// Image models need image datasets and text models text datasets; text-only keys in range.
+fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
+    let (model, dataset) = (r.model.name, r.data.dataset);
+    if model.is_text() != dataset.is_text() {
+        let wanted = if model.is_text() {
+            "rotten-tomatoes or sst2-tsv"
+        } else {
+            "image-folder, mock-imagenet or fashion-mnist"
+        };
+        return Err((
+            "data.dataset",
+            format!(
+                "{} does not feed model {} (use {wanted})",
+                dataset.as_str(),
+                model.as_str()
+            ),
+        ));
+    }
+    if !model.is_text() {
+        if r.model.pretrained || r.model.weights.is_some() {
+            return Err((
+                "model.pretrained",
+                format!("{} has no weight import (BERT models only)", model.as_str()),
+            ));
+        }
+        return Ok(());
+    }
+    if dataset == super::DatasetKind::Sst2Tsv && r.data.path.is_none() {
+        return Err(("data.path", "is required for dataset sst2-tsv".into()));
+    }
+    if !(3..=512).contains(&r.data.max_length) {
+        return Err((
+            "data.max_length",
+            format!(
+                "must be in [3, 512] ([CLS], a token, [SEP]; BERT's 512 positions), got {}",
+                r.data.max_length
+            ),
+        ));
+    }
+    let dropout = r.model.bert_dropout();
+    if !(0.0..1.0).contains(&dropout) {
+        return Err((
+            "model.dropout",
+            format!("must be in [0, 1) (got {dropout})"),
+        ));
+    }
+    if r.checkpoint.mode == super::CheckpointMode::Blocks && dropout > 0.0 {
+        return Err((
+            "checkpoint.mode",
+            format!(
+                "blocks with model.dropout = {dropout}: recomputed layers would draw new dropout \
+                 masks; set model.dropout = 0 to checkpoint BERT layers"
+            ),
+        ));
+    }
+    if r.model.pretrained && r.model.weights.is_none() && model != super::ModelName::MinilmL6 {
+        return Err((
+            "model.pretrained",
+            format!(
+                "no published {} weights are available offline: set model.weights to a \
+                 Hugging Face model.safetensors",
+                model.as_str()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that the dataset folders the recipe names (or defaults to) exist.
 pub(super) fn check_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
+    if r.data.dataset.is_text() {
+        return check_text_paths(r);
+    }
     let path = match (r.data.dataset, &r.data.path) {
         (DatasetKind::ImageFolder, None) => {
             return Err(("data.path", "is required for dataset image-folder".into()));
@@ -91,6 +163,9 @@ pub(super) fn check_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
         (DatasetKind::FashionMnist, None) => Some(burnacc_datasets::fashion_mnist_dir()),
         (DatasetKind::MockImagenet, _) => None,
         (_, Some(p)) => Some(p.clone()),
+        (DatasetKind::RottenTomatoes | DatasetKind::Sst2Tsv, None) => {
+            unreachable!("text recipes are checked by check_text_paths")
+        }
     };
     if let Some(p) = path
         && !p.is_dir()
@@ -108,6 +183,35 @@ pub(super) fn check_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
         Some(p) if !p.is_dir() => {
             Err(("data.val_path", format!("{} is not a folder", p.display())))
         }
+        _ => Ok(()),
+    }
+}
+
+/// The text files a text recipe reads: corpus, tokenizer, weights.
+fn check_text_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
+    let paths = super::text_paths::TextPaths::of(r);
+    let hint = " (fetch it with scripts/fetch_text_data.sh)";
+    let mut files = vec![
+        ("data.path", Some(&paths.corpus), paths.corpus_is_default),
+        (
+            "data.tokenizer",
+            Some(&paths.tokenizer),
+            r.data.tokenizer.is_none(),
+        ),
+    ];
+    if let Some(weights) = &paths.weights {
+        files.push(("model.weights", Some(weights), r.model.weights.is_none()));
+    }
+    for (key, file, is_default) in files {
+        if let Some(file) = file
+            && !file.is_file()
+        {
+            let hint = if is_default { hint } else { "" };
+            return Err((key, format!("{} is not a file{hint}", file.display())));
+        }
+    }
+    match &r.data.val_path {
+        Some(p) if !p.is_file() => Err(("data.val_path", format!("{} is not a file", p.display()))),
         _ => Ok(()),
     }
 }

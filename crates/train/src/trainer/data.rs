@@ -1,4 +1,4 @@
-//! The recipe's `[data]` section → loaders of the training and held-out splits.
+//! The recipe's `[data]` section for images → loaders of the training and held-out splits.
 
 use crate::recipe::{DataSection, DatasetKind, OnCorrupt, Recipe};
 use anyhow::{Context, Result, bail};
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Loaders and facts about the data, ready for the training loop.
-pub struct DataSources {
+pub struct ImageSources {
     /// Training batches (shuffled, last partial batch dropped so every step has a full batch).
     pub train: Loader,
     /// Held-out batches (in order), if the dataset has a held-out split.
@@ -28,7 +28,7 @@ pub struct DataSources {
     folders: Vec<Arc<ImageFolder>>,
 }
 
-impl DataSources {
+impl ImageSources {
     /// Images skipped as undecodable so far (`data.on_corrupt = "skip"`).
     pub fn skipped(&self) -> u64 {
         self.folders.iter().map(|f| f.skipped()).sum()
@@ -36,7 +36,7 @@ impl DataSources {
 }
 
 /// Opens (or generates) the recipe's dataset and builds its loaders.
-pub fn build_data(recipe: &Recipe) -> Result<DataSources> {
+pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
     let d = &recipe.data;
     let (train, eval, folders): (Arc<dyn ImageDataset>, Option<Arc<dyn ImageDataset>>, _) = match d
         .dataset
@@ -92,6 +92,9 @@ pub fn build_data(recipe: &Recipe) -> Result<DataSources> {
             }
             open_folders(d, root, recipe.train.seed)?
         }
+        DatasetKind::RottenTomatoes | DatasetKind::Sst2Tsv => {
+            bail!("{} is a text dataset", d.dataset.as_str())
+        }
     };
 
     let dataset_classes = train.num_classes();
@@ -126,7 +129,7 @@ pub fn build_data(recipe: &Recipe) -> Result<DataSources> {
             d.val_fraction
         );
     }
-    Ok(DataSources {
+    Ok(ImageSources {
         train: Loader::new(train, train_config)?,
         eval: eval
             .filter(|e| !e.is_empty())

@@ -1,29 +1,29 @@
 //! Evaluation on the held-out split: top-1 accuracy with batch norm in inference mode.
 
-use super::batch::{correct_count, upload};
+use super::batch::correct_count;
+use super::classify::Classify;
+use super::source::BatchSource;
 use anyhow::Result;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
-use burnacc_datasets::Loader;
-use burnacc_models::ResNet;
 
 /// Top-1 accuracy of `model` over at most `max_batches` batches of `loader`'s first epoch.
 ///
-/// `model` is the inner (non-autodiff) model, so batch norm uses its running statistics.
-/// Correct counts are summed on the device and read back once at the end.
-pub fn evaluate<B: Backend>(
-    model: &ResNet<B>,
-    loader: &Loader,
+/// `model` is the inner (non-autodiff) model, so batch norm uses its running statistics and
+/// dropout is off. Correct counts are summed on the device and read back once at the end.
+pub fn evaluate<B: Backend, H, M: Classify<B, H>, S: BatchSource<H>>(
+    model: &M,
+    loader: &S,
     max_batches: Option<usize>,
     device: &B::Device,
 ) -> Result<EvalResult> {
     let mut correct: Option<Tensor<B, 1, Int>> = None;
     let mut samples = 0usize;
-    for batch in loader.epoch(0).take(max_batches.unwrap_or(usize::MAX)) {
+    for batch in loader.batches(0).take(max_batches.unwrap_or(usize::MAX)) {
         let batch = batch?;
-        samples += batch.labels.len();
-        let (images, labels) = upload::<B>(batch, device);
-        let batch_correct = correct_count(model.forward(images), labels);
+        samples += S::samples(&batch);
+        let (logits, labels) = model.classify(batch, device);
+        let batch_correct = correct_count(logits, labels);
         correct = Some(match correct {
             Some(total) => total + batch_correct,
             None => batch_correct,

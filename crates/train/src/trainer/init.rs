@@ -3,7 +3,8 @@
 //! Each Burn backend has its own random generator, so `B::seed(s)` followed by `init` gives
 //! different weights on Flex, wgpu and CUDA. PyTorch users expect a seed to fix the weights
 //! whatever the device, and comparing modes and devices needs identical starting points: the
-//! weights are drawn on the CPU (Flex) and copied to the device.
+//! weights are drawn on the CPU (Flex), imported there when the recipe starts from published
+//! weights, and copied to the device.
 
 use anyhow::{Context, Result};
 use burn::backend::Flex;
@@ -12,6 +13,23 @@ use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::Backend;
 use burnacc_models::{ResNet, ResNetConfig};
+use std::sync::Mutex;
+
+/// Flex has one random generator per process. Runs on several threads (tests) would
+/// interleave their draws and get other weights than their seed gives, so seeding and
+/// initialising hold this lock.
+static HOST_RNG: Mutex<()> = Mutex::new(());
+
+/// `f()` with no other initialisation or seeding drawing from Flex's generator meanwhile.
+pub fn with_host_rng<T>(f: impl FnOnce() -> T) -> T {
+    let _only = HOST_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
+/// `B::seed(device, seed)`, not interleaved with an initialisation on another thread.
+pub fn seed_device<B: Backend>(device: &B::Device, seed: u64) {
+    with_host_rng(|| B::seed(device, seed));
+}
 
 /// `config`'s network with weights drawn on the CPU from `seed`, placed on `device` (f32).
 pub fn init_model<B: Backend>(
@@ -19,12 +37,32 @@ pub fn init_model<B: Backend>(
     seed: u64,
     device: &B::Device,
 ) -> Result<ResNet<B>> {
+    with_host_rng(|| {
+        let host: ResNet<Flex> = init_on_host(seed, |d| config.init(d));
+        to_device(host, device, |d| config.init::<B>(d))
+    })
+}
+
+/// `build(&FlexDevice)` with Flex's generator seeded with `seed`. Call it inside
+/// [`with_host_rng`], with the rest of the initialisation.
+pub fn init_on_host<M: Module<Flex>>(seed: u64, build: impl FnOnce(&FlexDevice) -> M) -> M {
     <Flex as Backend>::seed(&FlexDevice, seed);
-    let host: ResNet<Flex> = config.init(&FlexDevice);
+    build(&FlexDevice)
+}
+
+/// `build(device)` (the same network on another backend) with `host`'s weights, in f32.
+///
+/// Burn draws parameters lazily, when first read: `host` is recorded (drawn) before the
+/// target is built, so that building it on Flex cannot draw from the generator first.
+pub fn to_device<M: Module<Flex>, N: Module<B>, B: Backend>(
+    host: M,
+    device: &B::Device,
+    build: impl FnOnce(&B::Device) -> N,
+) -> Result<N> {
     let recorder = BinBytesRecorder::<FullPrecisionSettings>::default();
     let bytes = Recorder::<Flex>::record(&recorder, host.into_record(), ())
         .context("cannot serialise the initial weights")?;
     let record = Recorder::<B>::load(&recorder, bytes, device)
         .context("cannot load the initial weights on the device")?;
-    Ok(config.init::<B>(device).load_record(record))
+    Ok(build(device).load_record(record))
 }

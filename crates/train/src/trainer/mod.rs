@@ -1,17 +1,26 @@
 //! Runs a recipe end to end: check, resolve the stack, load data, train, evaluate, save.
 
 mod batch;
+mod bert_init;
+mod classify;
 mod data;
 mod eval;
 mod init;
+mod source;
 mod step_loop;
 mod task;
+mod text_data;
 
-pub use data::{DataSources, build_data};
+pub use batch::upload_text;
+pub use bert_init::{PretrainedSummary, bert_config, init_bert};
+pub use classify::{Classify, ClassifyCheckpointed, forward_checkpointed};
+pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
-pub use init::init_model;
-pub use step_loop::{LoopStats, forward_checkpointed, train_steps};
+pub use init::{init_model, init_on_host, seed_device, to_device, with_host_rng};
+pub use source::BatchSource;
+pub use step_loop::{LoopStats, train_steps};
 pub use task::{TrainOutcome, TrainTask, model_config};
+pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
 use crate::precision::check_amp_dtype;
 use crate::recipe::{Recipe, load_recipe};
@@ -29,6 +38,65 @@ pub struct RunOptions {
     pub quiet: bool,
 }
 
+/// The training and held-out data of a recipe: images or text.
+pub enum Data {
+    /// Image folders, mock ImageNet, Fashion-MNIST.
+    Images(ImageSources),
+    /// Tokenized sentiment corpora.
+    Text(TextSources),
+}
+
+impl Data {
+    /// Reads (or generates) the recipe's dataset and builds its loaders.
+    pub fn build(recipe: &Recipe) -> Result<Self> {
+        Ok(if recipe.data.dataset.is_text() {
+            Data::Text(build_text_data(recipe)?)
+        } else {
+            Data::Images(build_image_data(recipe)?)
+        })
+    }
+
+    /// Training samples per epoch.
+    pub fn train_samples(&self) -> usize {
+        match self {
+            Data::Images(d) => d.train_samples,
+            Data::Text(d) => d.train_samples,
+        }
+    }
+
+    /// Held-out samples.
+    pub fn eval_samples(&self) -> usize {
+        match self {
+            Data::Images(d) => d.eval_samples,
+            Data::Text(d) => d.eval_samples,
+        }
+    }
+
+    /// Classes the model outputs.
+    pub fn num_classes(&self) -> usize {
+        match self {
+            Data::Images(d) => d.num_classes,
+            Data::Text(d) => d.num_classes,
+        }
+    }
+
+    /// Images skipped as undecodable so far (0 for text).
+    pub fn skipped(&self) -> u64 {
+        match self {
+            Data::Images(d) => d.skipped(),
+            Data::Text(_) => 0,
+        }
+    }
+
+    /// Padding with and without packing (text).
+    pub fn padding(&self) -> Option<PaddingReport> {
+        match self {
+            Data::Images(_) => None,
+            Data::Text(d) => Some(d.padding),
+        }
+    }
+}
+
 /// The result of a run, also written to `summary.json` in the run folder.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RunSummary {
@@ -44,6 +112,8 @@ pub struct RunSummary {
     pub eval_samples: usize,
     /// Images skipped as undecodable (`data.on_corrupt = "skip"`).
     pub skipped_images: u64,
+    /// Text: fraction of padding tokens with and without packing.
+    pub padding: Option<PaddingReport>,
     /// What the run measured.
     pub outcome: TrainOutcome,
 }
@@ -59,7 +129,11 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
     );
     check_amp_dtype(&recipe, file, stack)?;
     if let Some(dtype) = recipe.amp.autocast_dtype() {
-        let scaler = if recipe.amp.scaler_config().enabled { "on" } else { "off" };
+        let scaler = if recipe.amp.scaler_config().enabled {
+            "on"
+        } else {
+            "off"
+        };
         eprintln!("amp: autocast in {}, loss scaling {scaler}", dtype.as_str());
     }
     run_checked(&recipe, file, stack, options)
@@ -72,7 +146,7 @@ pub fn run_checked(
     stack: Stack,
     options: &RunOptions,
 ) -> Result<RunSummary> {
-    let data = build_data(recipe)?;
+    let data = Data::build(recipe)?;
     let root = recipe
         .train
         .run_dir
@@ -81,11 +155,24 @@ pub fn run_checked(
     let run_dir = fresh_run_dir(&root)?;
     eprintln!(
         "data: {} training / {} held-out samples, {} classes; run folder {}",
-        data.train_samples,
-        data.eval_samples,
-        data.num_classes,
+        data.train_samples(),
+        data.eval_samples(),
+        data.num_classes(),
         run_dir.display()
     );
+    if let Data::Text(text) = &data {
+        let p = text.padding;
+        eprintln!(
+            "data: padding {:.1}% of tokens one sample per row, {:.1}% packed into rows of {} \
+             (packing {}); {} sample(s) truncated to {} tokens",
+            100.0 * p.padded,
+            100.0 * p.packed,
+            recipe.data.max_length,
+            if p.packing { "on" } else { "off" },
+            text.truncated,
+            recipe.data.max_length
+        );
+    }
     let resolved = toml::to_string(recipe).context("cannot serialise the recipe")?;
     write_atomic(&run_dir.join("recipe.toml"), resolved.as_bytes())?;
 
@@ -114,9 +201,10 @@ pub fn run_checked(
         recipe_file: file.to_owned(),
         run_dir: run_dir.clone(),
         stack: stack.to_string(),
-        train_samples: data.train_samples,
-        eval_samples: data.eval_samples,
+        train_samples: data.train_samples(),
+        eval_samples: data.eval_samples(),
         skipped_images: data.skipped(),
+        padding: data.padding(),
         outcome,
     };
     let json = serde_json::to_vec_pretty(&summary)?;

@@ -1,6 +1,8 @@
 //! The training loop, generic over the backend stack and the optimizer.
 
-use super::batch::{correct_count, upload};
+use super::batch::correct_count;
+use super::classify::ClassifyCheckpointed;
+use super::source::BatchSource;
 use crate::log::{JsonlLog, StepRecord};
 use crate::memory::read_memory;
 use crate::progress::Progress;
@@ -18,8 +20,6 @@ use burnacc_amp::scaler::GradScaler;
 use burnacc_backend::autocast::autocast;
 use burnacc_backend::counters;
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
-use burnacc_datasets::Loader;
-use burnacc_models::ResNet;
 use std::time::Instant;
 
 /// What the loop measured.
@@ -45,7 +45,8 @@ pub struct LoopStats {
     pub checkpointed_blocks: usize,
 }
 
-/// Trains `model` for `recipe.train.max_steps` steps, logging every `log_every` steps.
+/// Trains `model` on batches `H` of `loader` for `recipe.train.max_steps` steps, logging every
+/// `log_every` steps.
 ///
 /// With `[amp]` on, the forward pass and the loss run under autocast, the loss is scaled
 /// before backward, and the optimizer skips steps with inf/NaN gradients on the device.
@@ -57,17 +58,22 @@ pub struct LoopStats {
 /// through `Acc` between logged steps outside that transaction (zero when the step is
 /// sync-free).
 #[allow(clippy::too_many_arguments)]
-pub fn train_steps<B: CheckpointBackend>(
-    mut model: ResNet<B>,
-    mut optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
+pub fn train_steps<B, M, H, S>(
+    mut model: M,
+    mut optim: Box<dyn SyncFreeOptimizer<M, B>>,
     mut scaler: GradScaler<B>,
     recipe: &Recipe,
-    loader: &Loader,
+    loader: &S,
     stack: Stack,
     device: &B::Device,
     log: &mut JsonlLog,
     progress: &Progress,
-) -> Result<(ResNet<B>, LoopStats)> {
+) -> Result<(M, LoopStats)>
+where
+    B: CheckpointBackend,
+    M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
+    S: BatchSource<H>,
+{
     let total = recipe.train.max_steps;
     let autocast_dtype = recipe.amp.autocast_dtype().map(|d| d.float_dtype());
     // Steps skipped by the loss scaler so far: f32 [1] on the device.
@@ -80,7 +86,7 @@ pub fn train_steps<B: CheckpointBackend>(
     let mut stats = LoopStats::default();
     let mut speeds = Vec::new();
     let mut epoch = 0u64;
-    let mut batches = loader.epoch(epoch);
+    let mut batches = loader.batches(epoch);
     let started = Instant::now();
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
@@ -91,14 +97,13 @@ pub fn train_steps<B: CheckpointBackend>(
             Some(batch) => batch?,
             None => {
                 epoch += 1;
-                batches = loader.epoch(epoch);
+                batches = loader.batches(epoch);
                 batches
                     .next()
                     .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
             }
         };
-        let batch_size = batch.labels.len();
-        let (images, labels) = upload::<B>(batch, device);
+        let batch_size = S::samples(&batch);
         let lr = learning_rate(&recipe.optim, step, total);
 
         let guard = autocast_dtype
@@ -106,9 +111,9 @@ pub fn train_steps<B: CheckpointBackend>(
             .transpose()
             .expect("the recipe's amp.dtype is f16 or bf16");
         let mut tape = CheckpointTape::new();
-        let logits = match recipe.checkpoint.mode {
-            CheckpointMode::None => model.forward(images),
-            CheckpointMode::Blocks => forward_checkpointed(&model, images, &mut tape),
+        let (logits, labels) = match recipe.checkpoint.mode {
+            CheckpointMode::None => model.classify(batch, device),
+            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, &mut tape),
         };
         let loss = loss_fn.forward(logits.clone(), labels.clone());
         drop(guard);
@@ -140,8 +145,8 @@ pub fn train_steps<B: CheckpointBackend>(
         if let Some((loss, correct)) = metrics {
             B::sync(device)?;
             let elapsed = interval_start.elapsed().as_secs_f64();
-            let host_reads = count_reads
-                .then(|| counters::snapshot().since(&reads_baseline).host_reads());
+            let host_reads =
+                count_reads.then(|| counters::snapshot().since(&reads_baseline).host_reads());
             let mut transaction = Transaction::default().register(loss).register(correct);
             if let Some(total_skipped) = &skipped {
                 transaction = transaction
@@ -153,7 +158,10 @@ pub fn train_steps<B: CheckpointBackend>(
             let loss = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
             let correct = data[1].iter::<i64>().next().unwrap_or(0);
             let loss_scale = data.get(2).and_then(|d| d.iter::<f64>().next());
-            let skipped_steps = data.get(3).and_then(|d| d.iter::<f64>().next()).map(|s| s as u64);
+            let skipped_steps = data
+                .get(3)
+                .and_then(|d| d.iter::<f64>().next())
+                .map(|s| s as u64);
             let memory = read_memory(stack);
             let (samples_per_sec, step_secs) = if step == 0 {
                 stats.first_step_secs = started.elapsed().as_secs_f64();
@@ -199,21 +207,6 @@ pub fn train_steps<B: CheckpointBackend>(
     Ok((model, stats))
 }
 
-/// ResNet's forward pass with every residual block checkpointed on `tape`.
-///
-/// images: `[batch, channels, height, width]` → logits `[batch, classes]`.
-pub fn forward_checkpointed<B: CheckpointBackend>(
-    model: &ResNet<B>,
-    images: Tensor<B, 4>,
-    tape: &mut CheckpointTape<B>,
-) -> Tensor<B, 2> {
-    let mut x = model.stem(images);
-    for block in model.blocks() {
-        x = tape.checkpoint(block, x, |block, x| block.forward(x));
-    }
-    model.head(x)
-}
-
 fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
@@ -227,7 +220,8 @@ fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// The model with batch norm switched to inference (inner backend, no autodiff).
-pub fn inference_model<B: AutodiffBackend>(model: &ResNet<B>) -> ResNet<B::InnerBackend> {
+/// The model on the inner backend, no autodiff: batch norm uses running statistics and dropout
+/// is off.
+pub fn inference_model<B: AutodiffBackend, M: AutodiffModule<B>>(model: &M) -> M::InnerModule {
     model.valid()
 }

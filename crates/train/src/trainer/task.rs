@@ -1,15 +1,18 @@
 //! One training run on one backend stack: model init, optimizer, loop, evaluation, saving.
 
-use super::data::DataSources;
+use super::Data;
+use super::bert_init::{PretrainedSummary, init_bert};
+use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
-use super::init::init_model;
+use super::init::{init_model, seed_device};
+use super::source::BatchSource;
 use super::step_loop::{LoopStats, inference_model, train_steps};
 use crate::log::JsonlLog;
 use crate::progress::Progress;
 use crate::recipe::{OptimSection, OptimizerName, Recipe};
 use crate::stack::{Stack, StackTask};
 use anyhow::{Context, Result};
-use burn::module::Module;
+use burn::module::AutodiffModule;
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
@@ -23,7 +26,7 @@ pub struct TrainTask<'a> {
     /// The checked recipe.
     pub recipe: &'a Recipe,
     /// Loaders of the training and held-out splits.
-    pub data: &'a DataSources,
+    pub data: &'a Data,
     /// The run's folder (fresh).
     pub run_dir: &'a Path,
     /// No progress bar.
@@ -39,6 +42,8 @@ pub struct TrainOutcome {
     pub eval: Option<EvalResult>,
     /// Where the model was saved, if it was.
     pub model_file: Option<PathBuf>,
+    /// What the starting model imported (`model.pretrained` / `model.weights`).
+    pub pretrained: Option<PretrainedSummary>,
 }
 
 /// The network a recipe describes, for `num_classes` outputs and `channels` input channels.
@@ -54,22 +59,51 @@ impl StackTask for TrainTask<'_> {
     type Output = Result<TrainOutcome>;
 
     fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
-        let config = model_config(self.recipe, self.data.num_classes, self.data.channels);
-        let model: ResNet<B> = init_model(&config, self.recipe.train.seed, &device)?;
-        // Seeds what the device draws itself during training (e.g. dropout masks).
-        B::seed(&device, self.recipe.train.seed);
-        let optim = build_optimizer::<B>(&self.recipe.optim)?;
-        let scaler = GradScaler::<B>::new(self.recipe.amp.scaler_config(), &device)
-            .context("amp: invalid loss-scaler settings")?;
-        self.finish(model, optim, scaler, stack, &device)
+        let seed = self.recipe.train.seed;
+        match self.data {
+            Data::Images(data) => {
+                let config = model_config(self.recipe, data.num_classes, data.channels);
+                let model: ResNet<B> = init_model(&config, seed, &device)?;
+                self.finish(model, None, &data.train, data.eval.as_ref(), stack, &device)
+            }
+            Data::Text(data) => {
+                let (model, pretrained) =
+                    init_bert::<B>(self.recipe, data.num_classes, seed, &device)?;
+                if let Some(p) = &pretrained {
+                    eprintln!(
+                        "model: {} tensors from {}; new: {}; unused: {}",
+                        p.loaded,
+                        p.file.display(),
+                        list_or_none(&p.fresh),
+                        list_or_none(&p.unused)
+                    );
+                }
+                self.finish(
+                    model,
+                    pretrained,
+                    &data.train,
+                    data.eval.as_ref(),
+                    stack,
+                    &device,
+                )
+            }
+        }
+    }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
     }
 }
 
 /// The recipe's optimizer, sync-free (burnacc-amp): the same optimizer runs in every mode, so
 /// modes differ only in the backend.
-pub fn build_optimizer<B: AutodiffBackend>(
+pub fn build_optimizer<B: AutodiffBackend, M: AutodiffModule<B>>(
     o: &OptimSection,
-) -> Result<Box<dyn SyncFreeOptimizer<ResNet<B>, B>>> {
+) -> Result<Box<dyn SyncFreeOptimizer<M, B>>> {
     let [beta1, beta2] = o.betas;
     let adam = |base: AdamConfig| AdamConfig {
         betas: (beta1, beta2),
@@ -93,14 +127,27 @@ pub fn build_optimizer<B: AutodiffBackend>(
 }
 
 impl TrainTask<'_> {
-    fn finish<B: CheckpointBackend>(
+    /// Trains `model` on `train`, evaluates it on `eval`, saves it.
+    fn finish<B, M, H, S>(
         self,
-        model: ResNet<B>,
-        optim: Box<dyn SyncFreeOptimizer<ResNet<B>, B>>,
-        scaler: GradScaler<B>,
+        model: M,
+        pretrained: Option<PretrainedSummary>,
+        train: &S,
+        eval: Option<&S>,
         stack: Stack,
         device: &B::Device,
-    ) -> Result<TrainOutcome> {
+    ) -> Result<TrainOutcome>
+    where
+        B: CheckpointBackend,
+        M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
+        M::InnerModule: Classify<B::InnerBackend, H>,
+        S: BatchSource<H>,
+    {
+        // Seeds what the device draws itself during training (e.g. dropout masks).
+        seed_device::<B>(device, self.recipe.train.seed);
+        let optim = build_optimizer::<B, M>(&self.recipe.optim)?;
+        let scaler = GradScaler::<B>::new(self.recipe.amp.scaler_config(), device)
+            .context("amp: invalid loss-scaler settings")?;
         let mut log = JsonlLog::create(&self.run_dir.join("log.jsonl"))?;
         let progress = Progress::new(self.recipe.train.max_steps, self.quiet);
         let (model, stats) = train_steps(
@@ -108,7 +155,7 @@ impl TrainTask<'_> {
             optim,
             scaler,
             self.recipe,
-            &self.data.train,
+            train,
             stack,
             device,
             &mut log,
@@ -116,7 +163,7 @@ impl TrainTask<'_> {
         )?;
         progress.finish();
 
-        let eval = match (&self.data.eval, self.recipe.train.eval) {
+        let eval = match (eval, self.recipe.train.eval) {
             (Some(loader), true) => {
                 let inner = inference_model(&model);
                 Some(evaluate(
@@ -137,12 +184,13 @@ impl TrainTask<'_> {
             stats,
             eval,
             model_file,
+            pretrained,
         })
     }
 }
 
 /// Saves `model` with Burn's named MessagePack recorder (f32), atomically, at `path` (`*.mpk`).
-fn save_model<B: AutodiffBackend>(model: ResNet<B>, path: &Path) -> Result<PathBuf> {
+fn save_model<B: AutodiffBackend, M: AutodiffModule<B>>(model: M, path: &Path) -> Result<PathBuf> {
     let recorder = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
     // The recorder sets the `.mpk` extension itself: write `.<stem>-partial.mpk`, then rename.
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();

@@ -1,0 +1,36 @@
+//! [`BatchSource`]: what the loop and evaluation read batches from, images or text.
+
+use anyhow::Result;
+use burnacc_datasets::text::{TextBatch, TextLoader};
+use burnacc_datasets::{HostBatch, Loader};
+
+/// Epochs of host batches `H`.
+pub trait BatchSource<H> {
+    /// The batches of epoch `epoch` (its own shuffle when the source shuffles).
+    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<H>> + '_>;
+    /// Samples in `batch` (the loss averages over them).
+    fn samples(batch: &H) -> usize;
+}
+
+impl BatchSource<HostBatch> for Loader {
+    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<HostBatch>> + '_> {
+        Box::new(
+            self.epoch(epoch)
+                .map(|batch| batch.map_err(anyhow::Error::from)),
+        )
+    }
+
+    fn samples(batch: &HostBatch) -> usize {
+        batch.labels.len()
+    }
+}
+
+impl BatchSource<TextBatch> for TextLoader {
+    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<TextBatch>> + '_> {
+        Box::new(self.epoch(epoch).map(Ok))
+    }
+
+    fn samples(batch: &TextBatch) -> usize {
+        batch.labels.len()
+    }
+}

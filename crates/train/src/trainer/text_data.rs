@@ -1,0 +1,144 @@
+//! The recipe's `[data]` section for text → tokenized loaders of the training and held-out
+//! splits, and what packing saves.
+
+use crate::recipe::{DatasetKind, Recipe, TextPaths};
+use anyhow::{Context, Result};
+use burnacc_datasets::text::{
+    MINILM_TOKENIZER_SHA256, MiniLmFiles, ROTTEN_TOMATOES_SHA256, TextExample, TextLoader,
+    TextLoaderConfig, TextTokenizer, read_rotten_tomatoes, read_sst2_tsv, text_data_dir,
+    tokenize_all, train_val_split, verify_sha256,
+};
+
+/// Seed of the held-out split of a corpus without one (Rotten Tomatoes): fixed, so the same
+/// snippets are held out whatever `train.seed` is and accuracies of runs compare.
+pub const TEXT_SPLIT_SEED: u64 = 0;
+
+/// Padding measured over one epoch of the training split.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct PaddingReport {
+    /// Padding tokens / all tokens with one sample per row (dynamic padding per batch).
+    pub padded: f64,
+    /// The same with samples packed into rows of `data.max_length` tokens.
+    pub packed: f64,
+    /// Whether the run packs.
+    pub packing: bool,
+}
+
+/// Tokenized loaders and facts about a text corpus.
+pub struct TextSources {
+    /// Training batches (shuffled; the last partial batch is dropped).
+    pub train: TextLoader,
+    /// Held-out batches (in order, one sample per row).
+    pub eval: Option<TextLoader>,
+    /// Classes (2 for the sentiment corpora).
+    pub num_classes: usize,
+    /// Training samples per epoch.
+    pub train_samples: usize,
+    /// Held-out samples.
+    pub eval_samples: usize,
+    /// Samples longer than `data.max_length` tokens, truncated.
+    pub truncated: usize,
+    /// Padding with and without packing.
+    pub padding: PaddingReport,
+}
+
+/// Reads, splits and tokenizes the recipe's corpus. Default files (fetched by
+/// `scripts/fetch_text_data.sh`) are checked against their published SHA-256 first.
+pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
+    let d = &recipe.data;
+    let paths = TextPaths::of(recipe);
+    if paths.corpus_is_default {
+        verify_sha256(&paths.corpus, ROTTEN_TOMATOES_SHA256)?;
+    }
+    if d.tokenizer.is_none() {
+        verify_sha256(&paths.tokenizer, MINILM_TOKENIZER_SHA256)?;
+    }
+    let (train, eval) = match d.dataset {
+        DatasetKind::RottenTomatoes => {
+            let all = read_rotten_tomatoes(&paths.corpus)?;
+            train_val_split(&all, d.val_fraction, TEXT_SPLIT_SEED)?
+        }
+        DatasetKind::Sst2Tsv => {
+            let all = read_sst2_tsv(&paths.corpus)?;
+            match &d.val_path {
+                Some(val) => (all, read_sst2_tsv(val)?),
+                None => train_val_split(&all, d.val_fraction, TEXT_SPLIT_SEED)?,
+            }
+        }
+        other => anyhow::bail!("{} is not a text dataset", other.as_str()),
+    };
+    let num_classes = train
+        .iter()
+        .chain(&eval)
+        .map(|e| e.label + 1)
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let num_classes = match recipe.model.num_classes {
+        Some(n) if n < num_classes => {
+            anyhow::bail!("model.num_classes = {n} is below the corpus's {num_classes} labels")
+        }
+        Some(n) => n,
+        None => num_classes,
+    };
+
+    let tokenizer = TextTokenizer::from_file(&paths.tokenizer, d.max_length)?;
+    let truncated = count_truncated(&tokenizer, &train)? + count_truncated(&tokenizer, &eval)?;
+    let (train_ids, train_labels) = tokenize_all(&tokenizer, &train)?;
+    let (eval_ids, eval_labels) = tokenize_all(&tokenizer, &eval)?;
+    let t = &recipe.train;
+    let train_config = TextLoaderConfig {
+        batch_size: t.batch_size,
+        shuffle: true,
+        drop_last: train_ids.len() >= t.batch_size,
+        seed: t.seed,
+        packing: d.packing.then_some(d.max_length),
+    };
+    let eval_config = TextLoaderConfig {
+        batch_size: t.eval_batch_size.unwrap_or(t.batch_size),
+        shuffle: false,
+        drop_last: false,
+        seed: t.seed,
+        packing: None,
+    };
+    let train_samples = train_ids.len();
+    let eval_samples = eval_ids.len();
+    if train_samples == 0 {
+        anyhow::bail!("the training split of {} is empty", paths.corpus.display());
+    }
+    let train = TextLoader::new(train_ids, train_labels, train_config)?;
+    let padding = PaddingReport {
+        padded: train.padding_fraction(None)?,
+        packed: train.padding_fraction(Some(d.max_length))?,
+        packing: d.packing,
+    };
+    let eval = (eval_samples > 0)
+        .then(|| TextLoader::new(eval_ids, eval_labels, eval_config))
+        .transpose()?;
+    Ok(TextSources {
+        train,
+        eval,
+        num_classes,
+        train_samples,
+        eval_samples,
+        truncated,
+        padding,
+    })
+}
+
+/// Samples whose text gives more than `max_length` tokens before truncation.
+fn count_truncated(tokenizer: &TextTokenizer, examples: &[TextExample]) -> Result<usize> {
+    let full = TextTokenizer::from_file(tokenizer.path(), 512)?;
+    let mut count = 0;
+    for e in examples {
+        if full.encode(&e.text)?.len() > tokenizer.max_length() {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// The default MiniLM files, checked (weights hashed: 91 MB), for `model.pretrained`.
+pub fn default_minilm_files() -> Result<MiniLmFiles> {
+    MiniLmFiles::open(&text_data_dir()).context("model.pretrained needs all-MiniLM-L6-v2")
+}

@@ -1,0 +1,180 @@
+//! Batches of tokenized texts, epoch after epoch, in a deterministic order.
+//!
+//! For epoch `e`, the sample order is `0..len` shuffled by an RNG seeded from `(seed, e)`
+//! (or kept as is), cut into batches of `batch_size` samples, each laid out by
+//! [`pad_batch`] or, with packing, [`pack_batch`]. Text batches are cheap to build, so they
+//! are built on the iterating thread when the iterator is advanced.
+
+use rand::seq::SliceRandom;
+
+use crate::DataError;
+use crate::seed::{rng_for, tag};
+use crate::text::batch::{TextBatch, pack_batch, pad_batch};
+
+/// Text loader settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextLoaderConfig {
+    /// Samples per batch (≥ 1).
+    pub batch_size: usize,
+    /// Shuffle the sample order each epoch (from `seed` and the epoch number).
+    pub shuffle: bool,
+    /// Drop the last batch when it has fewer than `batch_size` samples.
+    pub drop_last: bool,
+    /// Seed of the shuffles.
+    pub seed: u64,
+    /// `Some(max_len)`: pack each batch's samples into rows of `max_len` tokens
+    /// ([`pack_batch`]); `None`: one sample per row ([`pad_batch`]).
+    pub packing: Option<usize>,
+}
+
+impl Default for TextLoaderConfig {
+    /// Batch 32, shuffled, last batch kept, seed 0, no packing.
+    fn default() -> Self {
+        TextLoaderConfig {
+            batch_size: 32,
+            shuffle: true,
+            drop_last: false,
+            seed: 0,
+            packing: None,
+        }
+    }
+}
+
+/// Serves tokenized samples (e.g. from [`crate::text::tokenize_all`]) in [`TextBatch`]es.
+#[derive(Clone, Debug)]
+pub struct TextLoader {
+    samples: Vec<Vec<u32>>,
+    labels: Vec<usize>,
+    config: TextLoaderConfig,
+}
+
+impl TextLoader {
+    /// Errors if `samples` and `labels` differ in length, `batch_size` is 0, a sample is
+    /// empty, or (with packing) a sample is longer than the packing length.
+    pub fn new(
+        samples: Vec<Vec<u32>>,
+        labels: Vec<usize>,
+        config: TextLoaderConfig,
+    ) -> Result<Self, DataError> {
+        if config.batch_size == 0 {
+            return Err(DataError::config("batch_size", 0, "must be at least 1"));
+        }
+        if samples.len() != labels.len() {
+            return Err(DataError::config(
+                "labels",
+                format!("{} labels", labels.len()),
+                format!("must number as many as the {} samples", samples.len()),
+            ));
+        }
+        if let Some(i) = samples.iter().position(Vec::is_empty) {
+            return Err(DataError::config(
+                "samples",
+                format!("sample {i} with no tokens"),
+                "every sample needs at least one token",
+            ));
+        }
+        let loader = TextLoader {
+            samples,
+            labels,
+            config,
+        };
+        loader.check_packing(loader.config.packing)?;
+        Ok(loader)
+    }
+
+    /// Errors with [`DataError::SampleTooLong`] if a sample does not fit in `packing` tokens.
+    fn check_packing(&self, packing: Option<usize>) -> Result<(), DataError> {
+        let Some(max_len) = packing else {
+            return Ok(());
+        };
+        match self.samples.iter().position(|s| s.len() > max_len) {
+            Some(index) => Err(DataError::SampleTooLong {
+                index,
+                len: self.samples[index].len(),
+                max_len,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TextLoaderConfig {
+        &self.config
+    }
+
+    /// Number of samples served per epoch before `drop_last`.
+    pub fn num_samples(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Batches per epoch: `samples / batch_size`, rounded up unless `drop_last`.
+    pub fn len(&self) -> usize {
+        let (n, b) = (self.samples.len(), self.config.batch_size);
+        if self.config.drop_last {
+            n / b
+        } else {
+            n.div_ceil(b)
+        }
+    }
+
+    /// Whether an epoch yields no batch.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sample indices of epoch `epoch`, in serving order (dropped samples left out).
+    pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.samples.len()).collect();
+        if self.config.shuffle {
+            order.shuffle(&mut rng_for(&[self.config.seed, tag::SHUFFLE, epoch]));
+        }
+        order.truncate(self.len() * self.config.batch_size);
+        order
+    }
+
+    /// The batch of the samples at `indices`, laid out by `packing` (see
+    /// [`TextLoaderConfig::packing`]). Every sample fits: `new` and `padding_fraction` check.
+    fn build(&self, indices: &[usize], packing: Option<usize>) -> TextBatch {
+        let samples: Vec<&[u32]> = indices
+            .iter()
+            .map(|&i| self.samples[i].as_slice())
+            .collect();
+        let labels: Vec<usize> = indices.iter().map(|&i| self.labels[i]).collect();
+        match packing {
+            None => pad_batch(&samples, &labels),
+            Some(max_len) => pack_batch(&samples, &labels, max_len)
+                .expect("every sample was checked to fit the packing length"),
+        }
+    }
+
+    /// The [`TextBatch`]es of epoch `epoch`, in order; the same `(seed, epoch)` always gives
+    /// the same batches.
+    pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = TextBatch> + '_ {
+        let order = self.epoch_order(epoch);
+        let batch_size = self.config.batch_size;
+        (0..self.len()).map(move |b| {
+            let end = ((b + 1) * batch_size).min(order.len());
+            self.build(&order[b * batch_size..end], self.config.packing)
+        })
+    }
+
+    /// Padding slots / all token slots over the batches of epoch 0, laid out with `packing`
+    /// instead of the configured layout (`None`: one sample per row). Compare
+    /// `padding_fraction(None)` and `padding_fraction(Some(max_len))` to see what packing
+    /// saves. Errors if a sample does not fit in the packing length.
+    pub fn padding_fraction(&self, packing: Option<usize>) -> Result<f64, DataError> {
+        self.check_packing(packing)?;
+        let order = self.epoch_order(0);
+        let (mut padding, mut total) = (0usize, 0usize);
+        for indices in order.chunks(self.config.batch_size) {
+            let batch = self.build(indices, packing);
+            padding += batch.padding_tokens();
+            total += batch.tokens();
+        }
+        Ok(if total == 0 {
+            0.0
+        } else {
+            padding as f64 / total as f64
+        })
+    }
+}
