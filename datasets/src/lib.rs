@@ -44,7 +44,7 @@ pub use mock_imagenet::{
 pub use sample::{HostBatch, ImageDataset, ImageSample};
 pub use subset::{SplitIndices, Subset, stratified_split};
 pub use text::{
-    MiniLmFiles, TextBatch, TextExample, TextLoader, TextLoaderConfig, TextTokenizer,
+    MiniLmFiles, TextBatch, TextExample, TextLoader, TextLoaderConfig, TextTokenizer, TokenizedSet,
     minilm_present, pack_batch, pad_batch, read_rotten_tomatoes, read_sst2_tsv,
     rotten_tomatoes_file, rotten_tomatoes_present, text_data_dir, tokenize_all, train_val_split,
     verify_sha256,

@@ -131,7 +131,8 @@ fn rotten_tomatoes_padding_with_and_without_packing() {
     }
     let tokenizer = TextTokenizer::from_file(&MiniLmFiles::at(&dir).tokenizer, 128).unwrap();
     let examples = read_rotten_tomatoes(&rotten_tomatoes_file(&dir, false).unwrap()).unwrap();
-    let (ids, labels) = tokenize_all(&tokenizer, &examples).unwrap();
+    let tokenized = tokenize_all(&tokenizer, &examples).unwrap();
+    let (ids, labels) = (tokenized.ids, tokenized.labels);
     assert_eq!(ids.len(), 4866);
     assert!(
         ids.iter()

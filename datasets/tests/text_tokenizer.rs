@@ -119,7 +119,8 @@ fn tokenize_all_keeps_order_and_labels() {
             label: 1,
         },
     ];
-    let (ids, labels) = tokenize_all(&tok, &examples).unwrap();
+    let tokenized = tokenize_all(&tok, &examples).unwrap();
+    let (ids, labels) = (tokenized.ids, tokenized.labels);
     assert_eq!(labels, vec![1, 0, 1]);
     assert_eq!(ids[0], vec![101, 7592, 1010, 2088, 999, 102]);
     assert_eq!(ids[1], vec![101, 7592, 102]);

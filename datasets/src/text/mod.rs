@@ -18,7 +18,7 @@
 //! let tokenizer = TextTokenizer::from_file(&MiniLmFiles::open(&dir)?.tokenizer, 128)?;
 //! let examples = read_rotten_tomatoes(&rotten_tomatoes_file(&dir, false)?)?;
 //! let (train, _val) = train_val_split(&examples, 0.1, 42)?;
-//! let (ids, labels) = tokenize_all(&tokenizer, &train)?;
+//! let TokenizedSet { ids, labels, .. } = tokenize_all(&tokenizer, &train)?;
 //! let config = TextLoaderConfig { packing: Some(128), ..TextLoaderConfig::default() };
 //! let loader = TextLoader::new(ids, labels, config)?;
 //! for batch in loader.epoch(0) {
@@ -43,7 +43,7 @@ pub use assets::{
 };
 pub use batch::{TextBatch, pack_batch, pad_batch};
 pub use checksum::{FETCH_TEXT_DATA, sha256_file, verify_sha256};
-pub use dataset::tokenize_all;
+pub use dataset::{TokenizedSet, tokenize_all};
 pub use examples::{
     SENTIMENT_CLASSES, TextExample, read_rotten_tomatoes, read_sst2_tsv, train_val_split,
 };

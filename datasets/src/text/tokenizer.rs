@@ -96,6 +96,12 @@ impl TextTokenizer {
     /// Token ids of `text`: `[CLS]`, its WordPiece tokens (lower-cased, accents stripped, for
     /// an uncased BERT vocabulary), `[SEP]`; between 2 and `max_length` ids.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, DataError> {
+        self.encode_reporting_truncation(text).map(|(ids, _)| ids)
+    }
+
+    /// [`TextTokenizer::encode`], and whether `text` had more tokens than fit in `max_length`
+    /// (the tokenizer keeps what truncation cut as overflow).
+    pub fn encode_reporting_truncation(&self, text: &str) -> Result<(Vec<u32>, bool), DataError> {
         let encoding = self
             .inner
             .encode_fast(text, true)
@@ -103,7 +109,10 @@ impl TextTokenizer {
                 text: text.chars().take(80).collect(),
                 message: e.to_string(),
             })?;
-        Ok(encoding.get_ids().to_vec())
+        Ok((
+            encoding.get_ids().to_vec(),
+            !encoding.get_overflowing().is_empty(),
+        ))
     }
 
     /// Maximum number of ids that [`TextTokenizer::encode`] returns.

@@ -192,20 +192,18 @@ fn check_text_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
     let paths = super::text_paths::TextPaths::of(r);
     let hint = " (fetch it with scripts/fetch_text_data.sh)";
     let mut files = vec![
-        ("data.path", Some(&paths.corpus), paths.corpus_is_default),
+        ("data.path", &paths.corpus, paths.corpus_is_default),
         (
             "data.tokenizer",
-            Some(&paths.tokenizer),
+            &paths.tokenizer,
             r.data.tokenizer.is_none(),
         ),
     ];
     if let Some(weights) = &paths.weights {
-        files.push(("model.weights", Some(weights), r.model.weights.is_none()));
+        files.push(("model.weights", weights, r.model.weights.is_none()));
     }
     for (key, file, is_default) in files {
-        if let Some(file) = file
-            && !file.is_file()
-        {
+        if !file.is_file() {
             let hint = if is_default { hint } else { "" };
             return Err((key, format!("{} is not a file{hint}", file.display())));
         }

@@ -97,14 +97,7 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
         }
     };
 
-    let dataset_classes = train.num_classes();
-    let num_classes = match recipe.model.num_classes {
-        Some(n) if n < dataset_classes => {
-            bail!("model.num_classes = {n} is below the dataset's {dataset_classes} classes")
-        }
-        Some(n) => n,
-        None => dataset_classes,
-    };
+    let num_classes = model_classes(recipe, train.num_classes())?;
     let channels = train.shape()[0];
     let t = &recipe.train;
     let train_config = LoaderConfig {
@@ -141,6 +134,18 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
         eval_samples,
         folders,
     })
+}
+
+/// Classes the model outputs: `model.num_classes` if set (at least the dataset's), else the
+/// dataset's `dataset_classes`.
+pub(super) fn model_classes(recipe: &Recipe, dataset_classes: usize) -> Result<usize> {
+    match recipe.model.num_classes {
+        Some(n) if n < dataset_classes => {
+            bail!("model.num_classes = {n} is below the dataset's {dataset_classes} classes")
+        }
+        Some(n) => Ok(n),
+        None => Ok(dataset_classes),
+    }
 }
 
 type Splits = (

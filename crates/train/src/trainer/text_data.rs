@@ -1,12 +1,13 @@
 //! The recipe's `[data]` section for text → tokenized loaders of the training and held-out
 //! splits, and what packing saves.
 
+use super::data::model_classes;
 use crate::recipe::{DatasetKind, Recipe, TextPaths};
 use anyhow::{Context, Result};
 use burnacc_datasets::text::{
-    MINILM_TOKENIZER_SHA256, MiniLmFiles, ROTTEN_TOMATOES_SHA256, TextExample, TextLoader,
-    TextLoaderConfig, TextTokenizer, read_rotten_tomatoes, read_sst2_tsv, text_data_dir,
-    tokenize_all, train_val_split, verify_sha256,
+    MINILM_TOKENIZER_SHA256, MiniLmFiles, ROTTEN_TOMATOES_SHA256, TextLoader, TextLoaderConfig,
+    TextTokenizer, read_rotten_tomatoes, read_sst2_tsv, text_data_dir, tokenize_all,
+    train_val_split, verify_sha256,
 };
 
 /// Seed of the held-out split of a corpus without one (Rotten Tomatoes): fixed, so the same
@@ -67,30 +68,18 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         }
         other => anyhow::bail!("{} is not a text dataset", other.as_str()),
     };
-    let num_classes = train
-        .iter()
-        .chain(&eval)
-        .map(|e| e.label + 1)
-        .max()
-        .unwrap_or(0)
-        .max(2);
-    let num_classes = match recipe.model.num_classes {
-        Some(n) if n < num_classes => {
-            anyhow::bail!("model.num_classes = {n} is below the corpus's {num_classes} labels")
-        }
-        Some(n) => n,
-        None => num_classes,
-    };
+    let corpus_labels = train.iter().chain(&eval).map(|e| e.label + 1).max();
+    let num_classes = model_classes(recipe, corpus_labels.unwrap_or(0).max(2))?;
 
     let tokenizer = TextTokenizer::from_file(&paths.tokenizer, d.max_length)?;
-    let truncated = count_truncated(&tokenizer, &train)? + count_truncated(&tokenizer, &eval)?;
-    let (train_ids, train_labels) = tokenize_all(&tokenizer, &train)?;
-    let (eval_ids, eval_labels) = tokenize_all(&tokenizer, &eval)?;
+    let train = tokenize_all(&tokenizer, &train)?;
+    let eval = tokenize_all(&tokenizer, &eval)?;
+    let truncated = train.truncated + eval.truncated;
     let t = &recipe.train;
     let train_config = TextLoaderConfig {
         batch_size: t.batch_size,
         shuffle: true,
-        drop_last: train_ids.len() >= t.batch_size,
+        drop_last: train.ids.len() >= t.batch_size,
         seed: t.seed,
         packing: d.packing.then_some(d.max_length),
     };
@@ -101,19 +90,19 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         seed: t.seed,
         packing: None,
     };
-    let train_samples = train_ids.len();
-    let eval_samples = eval_ids.len();
+    let train_samples = train.ids.len();
+    let eval_samples = eval.ids.len();
     if train_samples == 0 {
         anyhow::bail!("the training split of {} is empty", paths.corpus.display());
     }
-    let train = TextLoader::new(train_ids, train_labels, train_config)?;
+    let train = TextLoader::new(train.ids, train.labels, train_config)?;
     let padding = PaddingReport {
         padded: train.padding_fraction(None)?,
         packed: train.padding_fraction(Some(d.max_length))?,
         packing: d.packing,
     };
     let eval = (eval_samples > 0)
-        .then(|| TextLoader::new(eval_ids, eval_labels, eval_config))
+        .then(|| TextLoader::new(eval.ids, eval.labels, eval_config))
         .transpose()?;
     Ok(TextSources {
         train,
@@ -124,18 +113,6 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         truncated,
         padding,
     })
-}
-
-/// Samples whose text gives more than `max_length` tokens before truncation.
-fn count_truncated(tokenizer: &TextTokenizer, examples: &[TextExample]) -> Result<usize> {
-    let full = TextTokenizer::from_file(tokenizer.path(), 512)?;
-    let mut count = 0;
-    for e in examples {
-        if full.encode(&e.text)?.len() > tokenizer.max_length() {
-            count += 1;
-        }
-    }
-    Ok(count)
 }
 
 /// The default MiniLM files, checked (weights hashed: 91 MB), for `model.pretrained`.
