@@ -16,6 +16,7 @@ pub mod counters;
 #[rustfmt::skip] // generated: one `op!` line per op
 pub mod forward;
 mod macros;
+pub mod trace;
 
 use burn::tensor::backend::{AutodiffBackend, Backend, BackendTypes, DTypeUsageSet, ExecutionError};
 use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor, QuantizedTensor};

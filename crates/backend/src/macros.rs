@@ -3,7 +3,8 @@
 /// Defines one op of `Acc<B>`.
 ///
 /// `op!(index, fn name(arg: Type, ...) -> Ret => call)` expands to
-/// `fn name(arg: Type, ...) -> Ret { counters::bump(index); call }`.
+/// `fn name(arg: Type, ...) -> Ret { counters::bump(index); call }`, timed by a
+/// `trace::span` while the profiler traces the thread.
 ///
 /// `op!(index, policy[plain, ...][optional, ...][lists, ...], fn ... => call)` first casts the
 /// named float arguments as the autocast policy says (`lower`, `float32` or `promote`, see
@@ -14,6 +15,7 @@ macro_rules! op {
     ($index:expr, fn $name:ident($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $call:expr) => {
         fn $name($($arg: $ty),*) $(-> $ret)? {
             $crate::counters::bump($index);
+            let _span = $crate::trace::span($index);
             $call
         }
     };
@@ -21,6 +23,7 @@ macro_rules! op {
      fn $name:ident($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $call:expr) => {
         fn $name($($arg: $ty),*) $(-> $ret)? {
             $crate::counters::bump($index);
+            let _span = $crate::trace::span($index);
             if let Some(autocast) = $crate::autocast::autocast_dtype() {
                 let mut plan = $crate::op!(@plan $policy, autocast);
                 $( plan.see(burn::tensor::TensorMetadata::dtype(&$t)); )*

@@ -2,9 +2,12 @@
 //!
 //! The `train` binary is a thin shell over [`trainer::run_recipe`].
 
+pub mod bench;
+pub mod kernel_cache;
 pub mod log;
 pub mod memory;
 pub mod precision;
+pub mod profile;
 pub mod progress;
 pub mod recipe;
 pub mod run_dir;

@@ -29,16 +29,18 @@ fn assert_names(message: &str, key: &str) {
 #[test]
 fn every_shipped_recipe_parses() {
     let mut seen = 0;
-    for entry in std::fs::read_dir(configs_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            parse_recipe(&text, &path, &[]).unwrap_or_else(|e| panic!("{e}"));
-            seen += 1;
+    for dir in [configs_dir(), configs_dir().join("bench")] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                parse_recipe(&text, &path, &[]).unwrap_or_else(|e| panic!("{e}"));
+                seen += 1;
+            }
         }
     }
     assert!(
-        seen >= 3,
+        seen >= 7,
         "expected the shipped recipes in configs/, found {seen}"
     );
 }

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --bin train -- configs/resnet50.toml --set train.max_steps=5`
 
-use burnacc_train::trainer::{RunOptions, run_recipe};
+use burnacc_train::trainer::{ProfileRequest, RunOptions, run_recipe};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +19,16 @@ struct Args {
     /// No progress bar (plain log lines go to stderr).
     #[arg(long)]
     quiet: bool,
+    /// Write a Chrome trace (trace.json) of a few steps after warm-up: phases with the device
+    /// synchronised, and the ops burnacc's backend saw (mode acc).
+    #[arg(long)]
+    profile: bool,
+    /// Steps traced with --profile.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    profile_steps: u64,
+    /// Folder of trace.json (default: the run folder).
+    #[arg(long, value_name = "DIR")]
+    profile_folder: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -26,6 +36,10 @@ fn main() -> ExitCode {
     let options = RunOptions {
         sets: args.sets,
         quiet: args.quiet,
+        profile: args.profile.then_some(ProfileRequest {
+            steps: args.profile_steps as usize,
+            folder: args.profile_folder,
+        }),
     };
     match run_recipe(&args.recipe, &options) {
         Ok(summary) => {

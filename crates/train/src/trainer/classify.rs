@@ -8,7 +8,7 @@ use burn::tensor::{Int, Tensor};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burnacc_datasets::HostBatch;
 use burnacc_datasets::text::TextBatch;
-use burnacc_models::{BertForSequenceClassification, ResNet};
+use burnacc_models::{BertForSequenceClassification, BertInput, ResNet};
 
 /// A classifier of host batches `H`.
 pub trait Classify<B: Backend, H>: Module<B> {
@@ -63,13 +63,24 @@ impl<B: CheckpointBackend> ClassifyCheckpointed<B, TextBatch> for BertForSequenc
         tape: &mut CheckpointTape<B>,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
         let (input, labels) = upload_text::<B>(batch, device);
-        let mut x = self.bert.embed(&input);
-        for layer in &self.bert.encoder.layer {
-            let bias = input.attention_bias.clone();
-            x = tape.checkpoint(layer, x, move |layer, x| layer.forward(x, bias.clone()));
-        }
-        (self.head(x, &input), labels)
+        (bert_forward_checkpointed(self, &input, tape), labels)
     }
+}
+
+/// BERT's forward pass with every encoder layer checkpointed on `tape`.
+///
+/// input: `[rows, seq]` → logits `[samples, classes]`.
+pub fn bert_forward_checkpointed<B: CheckpointBackend>(
+    model: &BertForSequenceClassification<B>,
+    input: &BertInput<B>,
+    tape: &mut CheckpointTape<B>,
+) -> Tensor<B, 2> {
+    let mut x = model.bert.embed(input);
+    for layer in &model.bert.encoder.layer {
+        let bias = input.attention_bias.clone();
+        x = tape.checkpoint(layer, x, move |layer, x| layer.forward(x, bias.clone()));
+    }
+    model.head(x, input)
 }
 
 /// ResNet's forward pass with every residual block checkpointed on `tape`.

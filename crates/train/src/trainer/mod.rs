@@ -7,21 +7,27 @@ mod data;
 mod eval;
 mod init;
 mod source;
+mod step;
 mod step_loop;
 mod task;
 mod text_data;
 
 pub use batch::upload_text;
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
-pub use classify::{Classify, ClassifyCheckpointed, forward_checkpointed};
+pub use classify::{
+    Classify, ClassifyCheckpointed, bert_forward_checkpointed, forward_checkpointed,
+};
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
 pub use init::{init_model, init_on_host, seed_device, to_device, with_host_rng};
 pub use source::BatchSource;
+pub use step::{Phase, StepOutput, Stepper};
+pub(crate) use step_loop::median;
 pub use step_loop::{LoopStats, train_steps};
-pub use task::{TrainOutcome, TrainTask, model_config};
+pub use task::{ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config};
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
+use crate::kernel_cache::configure_kernel_caches;
 use crate::precision::check_amp_dtype;
 use crate::recipe::{Recipe, load_recipe};
 use crate::run_dir::{fresh_run_dir, write_atomic};
@@ -36,6 +42,8 @@ pub struct RunOptions {
     pub sets: Vec<String>,
     /// No progress bar.
     pub quiet: bool,
+    /// `--profile`: trace a window of steps into `trace.json`.
+    pub profile: Option<ProfileRequest>,
 }
 
 /// The training and held-out data of a recipe: images or text.
@@ -122,11 +130,16 @@ pub struct RunSummary {
 /// any data is read or any file is written.
 pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
     let recipe = load_recipe(file, &options.sets)?;
+    // Before any device starts: CubeCL reads its configuration once.
+    let caches = configure_kernel_caches();
     let stack = resolve_stack(recipe.backend.mode, recipe.backend.device)?;
     eprintln!(
         "backend: {stack} (recipe asked for device `{}`)",
         recipe.backend.device
     );
+    if stack.device() != crate::recipe::DeviceSpec::Cpu {
+        eprintln!("kernels: {caches}");
+    }
     check_amp_dtype(&recipe, file, stack)?;
     if let Some(dtype) = recipe.amp.autocast_dtype() {
         let scaler = if recipe.amp.scaler_config().enabled {
@@ -181,6 +194,7 @@ pub fn run_checked(
         data: &data,
         run_dir: &run_dir,
         quiet: options.quiet,
+        profile: options.profile.clone(),
     };
     let outcome = with_stack(stack, task)?;
     if let Some(eval) = &outcome.eval {

@@ -3,23 +3,23 @@
 use super::batch::correct_count;
 use super::classify::ClassifyCheckpointed;
 use super::source::BatchSource;
+use super::step::{StepOutput, Stepper};
 use crate::log::{JsonlLog, StepRecord};
 use crate::memory::read_memory;
+use crate::profile::Profiler;
 use crate::progress::Progress;
 use crate::recipe::{CheckpointMode, Recipe};
 use crate::schedule::learning_rate;
 use crate::stack::Stack;
 use anyhow::Result;
 use burn::module::AutodiffModule;
-use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
+use burn::tensor::Int;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, Transaction};
-use burnacc_amp::optim::SyncFreeOptimizer;
-use burnacc_amp::scaler::GradScaler;
-use burnacc_backend::autocast::autocast;
 use burnacc_backend::counters;
-use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+use burnacc_backend::trace;
+use burnacc_checkpoint::CheckpointBackend;
+use burnacc_checkpoint::CheckpointTape;
 use std::time::Instant;
 
 /// What the loop measured.
@@ -60,14 +60,14 @@ pub struct LoopStats {
 #[allow(clippy::too_many_arguments)]
 pub fn train_steps<B, M, H, S>(
     mut model: M,
-    mut optim: Box<dyn SyncFreeOptimizer<M, B>>,
-    mut scaler: GradScaler<B>,
+    mut stepper: Stepper<B, M>,
     recipe: &Recipe,
     loader: &S,
     stack: Stack,
     device: &B::Device,
     log: &mut JsonlLog,
     progress: &Progress,
+    mut profiler: Option<&mut Profiler>,
 ) -> Result<(M, LoopStats)>
 where
     B: CheckpointBackend,
@@ -75,14 +75,13 @@ where
     S: BatchSource<H>,
 {
     let total = recipe.train.max_steps;
-    let autocast_dtype = recipe.amp.autocast_dtype().map(|d| d.float_dtype());
     // Steps skipped by the loss scaler so far: f32 [1] on the device.
-    let mut skipped = scaler
+    let mut skipped = stepper
+        .scaler()
         .is_enabled()
         .then(|| Tensor::<B::InnerBackend, 1>::zeros([1], device));
     let count_reads = stack.mode() == crate::recipe::Mode::Acc;
     let mut reads_baseline = counters::snapshot();
-    let loss_fn = CrossEntropyLossConfig::new().init(device);
     let mut stats = LoopStats::default();
     let mut speeds = Vec::new();
     let mut epoch = 0u64;
@@ -105,52 +104,44 @@ where
         };
         let batch_size = S::samples(&batch);
         let lr = learning_rate(&recipe.optim, step, total);
-
-        let guard = autocast_dtype
-            .map(autocast)
-            .transpose()
-            .expect("the recipe's amp.dtype is f16 or bf16");
-        let mut tape = CheckpointTape::new();
-        let (logits, labels) = match recipe.checkpoint.mode {
+        let mode = recipe.checkpoint.mode;
+        let forward = |model: &M, tape: &mut CheckpointTape<B>| match mode {
             CheckpointMode::None => model.classify(batch, device),
-            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, &mut tape),
+            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, tape),
         };
-        let loss = loss_fn.forward(logits.clone(), labels.clone());
-        drop(guard);
-        let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
-        let metrics = logged.then(|| {
-            (
-                loss.clone().detach(),
-                correct_count(logits.detach(), labels),
-            )
-        });
-        let scaled = scaler.scale(loss)?;
-        stats.checkpointed_blocks = tape.len();
-        let grads = if tape.is_empty() {
-            GradientsParams::from_grads(scaled.backward(), &model)
-        } else {
-            tape.backward(scaled, &model)
+        let (next, out) = match profiler.as_deref_mut().filter(|p| p.covers(step)) {
+            Some(p) => profiled_step(
+                &mut stepper,
+                model,
+                lr,
+                forward,
+                device,
+                p,
+                step,
+                batch_size,
+            )?,
+            None => stepper.step(model, lr, forward)?,
         };
-        let grads = scaler.unscale(&model, grads)?;
-        let found_inf = scaler.found_inf();
-        model = optim.step(lr, model, grads, found_inf.as_ref());
-        scaler.update()?;
-        if let (Some(total_skipped), Some(found)) = (skipped.take(), found_inf) {
+        model = next;
+        stats.checkpointed_blocks = out.checkpointed_blocks;
+        if let (Some(total_skipped), Some(found)) = (skipped.take(), out.found_inf) {
             skipped = Some(total_skipped + found);
         }
         interval_samples += batch_size;
         interval_steps += 1;
         progress.step();
 
-        if let Some((loss, correct)) = metrics {
+        let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
+        if logged {
             B::sync(device)?;
             let elapsed = interval_start.elapsed().as_secs_f64();
             let host_reads =
                 count_reads.then(|| counters::snapshot().since(&reads_baseline).host_reads());
-            let mut transaction = Transaction::default().register(loss).register(correct);
+            let correct = correct_count(out.logits, out.labels);
+            let mut transaction = Transaction::default().register(out.loss).register(correct);
             if let Some(total_skipped) = &skipped {
                 transaction = transaction
-                    .register(Tensor::<B, 1>::from_inner(scaler.scale_tensor()))
+                    .register(Tensor::<B, 1>::from_inner(stepper.scaler().scale_tensor()))
                     .register(Tensor::<B, 1>::from_inner(total_skipped.clone()));
             }
             let data = transaction.execute();
@@ -207,7 +198,44 @@ where
     Ok((model, stats))
 }
 
-fn median(values: &mut [f64]) -> Option<f64> {
+/// One step with its phases synchronised and recorded, and the ops `Acc` saw traced; writes
+/// the trace after the last profiled step.
+#[allow(clippy::too_many_arguments)]
+fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>>(
+    stepper: &mut Stepper<B, M>,
+    model: M,
+    lr: f64,
+    forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    device: &B::Device,
+    profiler: &mut Profiler,
+    step: usize,
+    samples: usize,
+) -> Result<(M, StepOutput<B>)> {
+    B::sync(device)?;
+    let start = Instant::now();
+    let mut last = start;
+    trace::start_tracing();
+    let result = stepper.step_marked(model, lr, forward, &mut |phase| {
+        B::sync(device)?;
+        let now = Instant::now();
+        profiler.phase(phase.as_str(), last, now, serde_json::Value::Null);
+        last = now;
+        Ok(())
+    });
+    profiler.ops(&trace::stop_tracing());
+    let args = serde_json::json!({ "samples": samples });
+    profiler.phase(&format!("step {}", step + 1), start, last, args);
+    if profiler.is_last(step) {
+        profiler.write()?;
+        eprintln!(
+            "profile: {} (open in https://ui.perfetto.dev or chrome://tracing)",
+            profiler.file().display()
+        );
+    }
+    result
+}
+
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }

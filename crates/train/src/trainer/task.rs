@@ -6,8 +6,10 @@ use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
 use super::init::{init_model, seed_device};
 use super::source::BatchSource;
+use super::step::Stepper;
 use super::step_loop::{LoopStats, inference_model, train_steps};
 use crate::log::JsonlLog;
+use crate::profile::Profiler;
 use crate::progress::Progress;
 use crate::recipe::{OptimSection, OptimizerName, Recipe};
 use crate::stack::{Stack, StackTask};
@@ -16,7 +18,6 @@ use burn::module::AutodiffModule;
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
-use burnacc_amp::scaler::GradScaler;
 use burnacc_checkpoint::CheckpointBackend;
 use burnacc_models::{ResNet, ResNetConfig};
 use std::path::{Path, PathBuf};
@@ -31,6 +32,8 @@ pub struct TrainTask<'a> {
     pub run_dir: &'a Path,
     /// No progress bar.
     pub quiet: bool,
+    /// `--profile`: the window of steps to trace.
+    pub profile: Option<ProfileRequest>,
 }
 
 /// What a run produced.
@@ -45,6 +48,19 @@ pub struct TrainOutcome {
     /// What the starting model imported (`model.pretrained` / `model.weights`).
     pub pretrained: Option<PretrainedSummary>,
 }
+
+/// `train --profile`: how many steps to trace, and where to write `trace.json`.
+#[derive(Clone, Debug)]
+pub struct ProfileRequest {
+    /// Steps traced.
+    pub steps: usize,
+    /// Folder of `trace.json` (default: the run folder).
+    pub folder: Option<PathBuf>,
+}
+
+/// Steps run before the profiled window, when the run is long enough: the first steps compile
+/// and autotune kernels.
+const PROFILE_SKIP: usize = 2;
 
 /// The network a recipe describes, for `num_classes` outputs and `channels` input channels.
 pub fn model_config(recipe: &Recipe, num_classes: usize, channels: usize) -> ResNetConfig {
@@ -145,21 +161,24 @@ impl TrainTask<'_> {
     {
         // Seeds what the device draws itself during training (e.g. dropout masks).
         seed_device::<B>(device, self.recipe.train.seed);
-        let optim = build_optimizer::<B, M>(&self.recipe.optim)?;
-        let scaler = GradScaler::<B>::new(self.recipe.amp.scaler_config(), device)
-            .context("amp: invalid loss-scaler settings")?;
+        let stepper = Stepper::new(self.recipe, device)?;
         let mut log = JsonlLog::create(&self.run_dir.join("log.jsonl"))?;
         let progress = Progress::new(self.recipe.train.max_steps, self.quiet);
+        let mut profiler = self.profile.as_ref().map(|p| {
+            let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
+            let folder = p.folder.clone().unwrap_or_else(|| self.run_dir.to_owned());
+            Profiler::new(window, folder.join("trace.json"))
+        });
         let (model, stats) = train_steps(
             model,
-            optim,
-            scaler,
+            stepper,
             self.recipe,
             train,
             stack,
             device,
             &mut log,
             &progress,
+            profiler.as_mut(),
         )?;
         progress.finish();
 

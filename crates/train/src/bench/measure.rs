@@ -1,0 +1,189 @@
+//! One benchmark configuration, measured in the current process: the recipe's model on the
+//! stack's device, trained on one synthetic batch kept on the device (so the loader and the
+//! host→device copy are not timed, as in PyTorch's synthetic-data benchmarks), with the
+//! trainer's own step ([`Stepper`]).
+
+use super::record::{BenchRecord, Status};
+use crate::memory::read_memory;
+use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
+use crate::stack::{Stack, StackTask};
+use crate::trainer::median;
+use crate::trainer::{
+    Stepper, bert_config, bert_forward_checkpointed, forward_checkpointed, model_config,
+    seed_device, upload_text,
+};
+use anyhow::Result;
+use burn::module::AutodiffModule;
+use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+use burnacc_datasets::text::TextBatch;
+use burnacc_models::BertForSequenceClassification;
+use std::time::Instant;
+
+/// Steps of one configuration: `warmup` single steps (each synchronised and timed; the first
+/// one compiles and autotunes), then `windows` windows of `steps` steps, synchronised at the
+/// end of each window only, so consecutive steps overlap as in training.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct StepCounts {
+    /// Single steps before timing, ≥ 1.
+    pub warmup: usize,
+    /// Steps per timed window, ≥ 1.
+    pub steps: usize,
+    /// Timed windows, ≥ 1; the record keeps their median.
+    pub windows: usize,
+}
+
+/// Measures `recipe` (mode and precision already set in it) on `stack`.
+///
+/// `record` arrives with the identifying fields filled in; `report` is called with the record
+/// after every warm-up step and window, so a run cut short by a time limit still says how far
+/// it got.
+pub struct Measure<'a> {
+    /// The checked recipe (model, batch, optimizer, amp, checkpoint).
+    pub recipe: &'a Recipe,
+    /// Step counts.
+    pub counts: StepCounts,
+    /// The process's start, from which `init_secs` and `warmup_secs` count.
+    pub started: Instant,
+    /// The record being filled in.
+    pub record: BenchRecord,
+    /// Progress callback.
+    pub report: &'a dyn Fn(&BenchRecord),
+}
+
+/// Text models classify into 2 labels (sentiment); image models into `model.num_classes`,
+/// else the mock ImageNet's class count.
+fn image_classes(recipe: &Recipe) -> usize {
+    recipe.model.num_classes.unwrap_or(recipe.data.mock.classes)
+}
+
+impl StackTask for Measure<'_> {
+    type Output = Result<BenchRecord>;
+
+    fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
+        seed_device::<B>(&device, self.recipe.train.seed);
+        let batch = self.recipe.train.batch_size;
+        let checkpoint = self.recipe.checkpoint.mode;
+        if self.recipe.model.name.is_text() {
+            let config = bert_config(self.recipe);
+            let model = BertForSequenceClassification::<B>::new(&config, 2, &device);
+            let seq = self.recipe.data.max_length;
+            let (input, labels) =
+                upload_text::<B>(synthetic_text(batch, seq, config.vocab_size, 2), &device);
+            self.time(model, stack, &device, |model, tape| {
+                let logits = match checkpoint {
+                    CheckpointMode::None => model.forward(&input),
+                    CheckpointMode::Blocks => bert_forward_checkpointed(model, &input, tape),
+                };
+                (logits, labels.clone())
+            })
+        } else {
+            let classes = image_classes(self.recipe);
+            let channels = match self.recipe.data.dataset {
+                DatasetKind::FashionMnist => 1,
+                _ => 3,
+            };
+            let model = model_config(self.recipe, classes, channels).init::<B>(&device);
+            let size = self.recipe.data.image_size;
+            let images = Tensor::<B, 4>::random(
+                [batch, channels, size, size],
+                Distribution::Normal(0.0, 1.0),
+                &device,
+            );
+            let labels = synthetic_labels::<B>(batch, classes, &device);
+            self.time(model, stack, &device, |model, tape| {
+                let logits = match checkpoint {
+                    CheckpointMode::None => model.forward(images.clone()),
+                    CheckpointMode::Blocks => forward_checkpointed(model, images.clone(), tape),
+                };
+                (logits, labels.clone())
+            })
+        }
+    }
+}
+
+impl Measure<'_> {
+    fn time<B, M>(
+        self,
+        mut model: M,
+        stack: Stack,
+        device: &B::Device,
+        forward: impl Fn(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    ) -> Result<BenchRecord>
+    where
+        B: CheckpointBackend,
+        M: AutodiffModule<B>,
+    {
+        let Measure {
+            recipe,
+            counts,
+            started,
+            mut record,
+            report,
+        } = self;
+        let lr = recipe.optim.lr;
+        let mut stepper = Stepper::<B, M>::new(recipe, device)?;
+        // Burn draws parameters lazily, on first use: draw them now, outside the timed steps.
+        let _ = model.devices();
+        B::sync(device)?;
+        record.init_secs = Some(started.elapsed().as_secs_f64());
+        report(&record);
+
+        for i in 0..counts.warmup {
+            let t = Instant::now();
+            model = stepper.step(model, lr, &forward)?.0;
+            B::sync(device)?;
+            if i == 0 {
+                record.first_step_secs = Some(t.elapsed().as_secs_f64());
+            }
+            record.steps_done += 1;
+            report(&record);
+        }
+        record.warmup_secs = Some(started.elapsed().as_secs_f64());
+
+        for _ in 0..counts.windows {
+            let t = Instant::now();
+            for _ in 0..counts.steps {
+                model = stepper.step(model, lr, &forward)?.0;
+            }
+            B::sync(device)?;
+            record
+                .window_step_secs
+                .push(t.elapsed().as_secs_f64() / counts.steps as f64);
+            record.steps_done += counts.steps;
+            report(&record);
+        }
+        record.step_secs = median(&mut record.window_step_secs.clone());
+        record.samples_per_sec = record.step_secs.map(|s| record.batch as f64 / s);
+        record.peak_memory_bytes = read_memory(stack).map(|m| m.peak);
+        record.status = Some(Status::Ok);
+        Ok(record)
+    }
+}
+
+/// `batch` sequences of `seq` tokens, one sample per row, no padding: ids spread over the
+/// vocabulary, `[CLS]` at each row's start, labels alternating over `classes`.
+pub fn synthetic_text(batch: usize, seq: usize, vocab: usize, classes: usize) -> TextBatch {
+    let tokens = batch * seq;
+    TextBatch {
+        rows: batch,
+        seq_len: seq,
+        input_ids: (0..tokens)
+            .map(|i| ((i * 7919 + 101) % vocab) as i64)
+            .collect(),
+        token_type_ids: vec![0; tokens],
+        position_ids: (0..tokens).map(|i| (i % seq) as i64).collect(),
+        segment_ids: vec![1; tokens],
+        cls_index: (0..batch).map(|r| (r * seq) as i64).collect(),
+        labels: (0..batch).map(|r| (r % classes) as i64).collect(),
+    }
+}
+
+fn synthetic_labels<B: CheckpointBackend>(
+    batch: usize,
+    classes: usize,
+    device: &B::Device,
+) -> Tensor<B, 1, Int> {
+    let labels: Vec<i64> = (0..batch).map(|i| (i % classes) as i64).collect();
+    Tensor::from_data(TensorData::new(labels, [batch]), device)
+}

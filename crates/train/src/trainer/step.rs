@@ -1,0 +1,137 @@
+//! One optimizer step — forward under autocast, loss, loss scaling, backward (through the
+//! checkpoint tape when blocks were checkpointed), unscale, sync-free update — shared by the
+//! training loop and the benchmark, so both time the same work.
+
+use crate::recipe::Recipe;
+use anyhow::{Context, Result};
+use burn::module::AutodiffModule;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::optim::GradientsParams;
+use burn::tensor::{FloatDType, Int, Tensor};
+use burnacc_amp::optim::SyncFreeOptimizer;
+use burnacc_amp::scaler::GradScaler;
+use burnacc_backend::autocast::autocast;
+use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+
+use super::task::build_optimizer;
+
+/// The optimizer, loss scaler, loss and autocast dtype of a recipe: everything a step needs
+/// besides the model and its input.
+pub struct Stepper<B: CheckpointBackend, M> {
+    optim: Box<dyn SyncFreeOptimizer<M, B>>,
+    scaler: GradScaler<B>,
+    loss_fn: CrossEntropyLoss<B>,
+    autocast: Option<FloatDType>,
+}
+
+/// The parts of a step, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Forward pass and loss.
+    Forward,
+    /// Backward pass (with the recomputation of checkpointed blocks).
+    Backward,
+    /// Unscaling, the optimizer update and the loss-scale update.
+    Optimizer,
+}
+
+impl Phase {
+    /// `forward`, `backward`, `optimizer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+        }
+    }
+}
+
+/// What a step leaves for metrics, all detached device tensors (nothing is read back).
+pub struct StepOutput<B: CheckpointBackend> {
+    /// Unscaled loss, `[1]`.
+    pub loss: Tensor<B, 1>,
+    /// `[samples, classes]`.
+    pub logits: Tensor<B, 2>,
+    /// `[samples]`.
+    pub labels: Tensor<B, 1, Int>,
+    /// 1.0 when the loss scaler found inf/NaN gradients and the update was skipped, else 0.0,
+    /// `[1]` (loss scaling on).
+    pub found_inf: Option<Tensor<B::InnerBackend, 1>>,
+    /// Blocks the forward pass checkpointed.
+    pub checkpointed_blocks: usize,
+}
+
+impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
+    /// The recipe's optimizer (`[optim]`), loss scaler and autocast dtype (`[amp]`).
+    pub fn new(recipe: &Recipe, device: &B::Device) -> Result<Self> {
+        Ok(Self {
+            optim: build_optimizer::<B, M>(&recipe.optim)?,
+            scaler: GradScaler::<B>::new(recipe.amp.scaler_config(), device)
+                .context("amp: invalid loss-scaler settings")?,
+            loss_fn: CrossEntropyLossConfig::new().init(device),
+            autocast: recipe.amp.autocast_dtype().map(|d| d.float_dtype()),
+        })
+    }
+
+    /// The loss scaler (its scale is a device tensor).
+    pub fn scaler(&self) -> &GradScaler<B> {
+        &self.scaler
+    }
+
+    /// One step at learning rate `lr`. `forward` runs the model on the step's batch, under
+    /// autocast when `[amp]` is on, returning logits `[samples, classes]` and labels
+    /// `[samples]`; blocks it checkpoints on the tape are recomputed during backward.
+    pub fn step(
+        &mut self,
+        model: M,
+        lr: f64,
+        forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    ) -> Result<(M, StepOutput<B>)> {
+        self.step_marked(model, lr, forward, &mut |_| Ok(()))
+    }
+
+    /// [`Stepper::step`], calling `mark` as each [`Phase`] ends (the profiler synchronises the
+    /// device there and records the phase's span).
+    pub fn step_marked(
+        &mut self,
+        model: M,
+        lr: f64,
+        forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+        mark: &mut dyn FnMut(Phase) -> Result<()>,
+    ) -> Result<(M, StepOutput<B>)> {
+        let guard = self
+            .autocast
+            .map(autocast)
+            .transpose()
+            .expect("the recipe's amp.dtype is f16 or bf16");
+        let mut tape = CheckpointTape::new();
+        let (logits, labels) = forward(&model, &mut tape);
+        let loss = self.loss_fn.forward(logits.clone(), labels.clone());
+        drop(guard);
+        let output_loss = loss.clone().detach();
+        mark(Phase::Forward)?;
+        let scaled = self.scaler.scale(loss)?;
+        let checkpointed_blocks = tape.len();
+        let grads = if tape.is_empty() {
+            GradientsParams::from_grads(scaled.backward(), &model)
+        } else {
+            tape.backward(scaled, &model)
+        };
+        mark(Phase::Backward)?;
+        let grads = self.scaler.unscale(&model, grads)?;
+        let found_inf = self.scaler.found_inf();
+        let model = self.optim.step(lr, model, grads, found_inf.as_ref());
+        self.scaler.update()?;
+        mark(Phase::Optimizer)?;
+        Ok((
+            model,
+            StepOutput {
+                loss: output_loss,
+                logits: logits.detach(),
+                labels,
+                found_inf,
+                checkpointed_blocks,
+            },
+        ))
+    }
+}
