@@ -10,8 +10,10 @@
 //! strategy).
 
 mod backend;
+pub mod planner;
 mod restore;
 mod tape;
 
 pub use backend::{CheckpointBackend, NodeKey};
+pub use planner::{BlockCost, BudgetTooSmall, CheckpointPlan, plan_checkpoints};
 pub use tape::CheckpointTape;
