@@ -80,7 +80,9 @@ fn plan_of(blocks: &[BlockCost], checkpointed: Vec<bool>) -> CheckpointPlan {
             .zip(&checkpointed)
             .filter(|(_, c)| **c)
             .map(|(b, _)| b.recompute_secs)
-            .sum(),
+            .sum::<f64>()
+            // An empty float sum is −0.0.
+            + 0.0,
         checkpointed,
     }
 }

@@ -1,4 +1,4 @@
-//! Tier 2: a ResNet whose every block is checkpointed computes the same loss, gradients and
+//! Tier 2: a ResNet whose blocks (all, or some) are checkpointed computes the same loss, gradients and
 //! batch-norm running statistics as the plain ResNet, in f32 and under bf16 autocast.
 
 use burn::backend::Autodiff;
@@ -14,7 +14,7 @@ use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burn::optim::GradientsParams;
 use burnacc_models::{ResNet, ResNetConfig};
 use burnacc_tests::rng::HostRng;
-use burnacc_train::trainer::forward_checkpointed;
+use burnacc_train::trainer::forward_selected;
 
 /// Every float tensor of the model (parameters and running statistics) and every parameter
 /// gradient, flattened to f32, in visiting order.
@@ -45,7 +45,7 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// weights of `base` (a copy with its own running statistics).
 fn step<B: CheckpointBackend>(
     base: &ResNet<B>,
-    checkpointed: bool,
+    checkpointed: Option<&dyn Fn(usize) -> bool>,
     amp: Option<FloatDType>,
 ) -> (f32, Vec<Vec<f32>>, Vec<Vec<f32>>) {
     let device = Default::default();
@@ -54,14 +54,14 @@ fn step<B: CheckpointBackend>(
     let labels = Tensor::<B, 1, Int>::from_data(TensorData::new(vec![0i64, 3, 1, 4], [4]), &device);
     let guard = amp.map(|d| autocast(d).unwrap());
     let mut tape = CheckpointTape::new();
-    let logits = if checkpointed {
-        forward_checkpointed(&model, images, &mut tape)
-    } else {
-        model.forward(images)
+    let logits = match checkpointed {
+        Some(select) => forward_selected(&model, images, &mut tape, select),
+        None => model.forward(images),
     };
     let loss = CrossEntropyLossConfig::new().init(&device).forward(logits, labels);
     drop(guard);
-    assert_eq!(tape.len(), if checkpointed { 8 } else { 0 });
+    let expected = checkpointed.map_or(0, |select| (0..8).filter(|&i| select(i)).count());
+    assert_eq!(tape.len(), expected);
     let value = loss.clone().into_data().iter::<f32>().next().unwrap();
     let mut grads = tape.backward(loss, &model);
     let mut collect = Collect { grads: &mut grads, values: Vec::new(), gradients: Vec::new() };
@@ -85,11 +85,16 @@ fn config() -> ResNetConfig {
 }
 
 fn same_as_plain<B: CheckpointBackend>(amp: Option<FloatDType>) {
+    same_as_plain_with::<B>(amp, &|_| true);
+}
+
+/// [`same_as_plain`] with the blocks `select` picks checkpointed.
+fn same_as_plain_with<B: CheckpointBackend>(amp: Option<FloatDType>, select: &dyn Fn(usize) -> bool) {
     // Initialized once: clones of a lazily initialized parameter would each draw their own.
     let base = config().init::<B>(&Default::default());
     let base = config().init::<B>(&Default::default()).load_record(base.into_record());
-    let (loss, grads, values) = step::<B>(&base, false, amp);
-    let (loss_c, grads_c, values_c) = step::<B>(&base, true, amp);
+    let (loss, grads, values) = step::<B>(&base, None, amp);
+    let (loss_c, grads_c, values_c) = step::<B>(&base, Some(select), amp);
     assert_eq!(loss, loss_c, "loss");
     // Every parameter got a gradient (20 convolutions and batch norms, the head).
     assert_eq!(grads.len(), 62);
@@ -111,4 +116,12 @@ fn checkpointed_blocks_give_the_plain_gradients_on_acc() {
 #[test]
 fn checkpointed_blocks_give_the_plain_gradients_under_autocast() {
     same_as_plain::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(Some(FloatDType::BF16));
+}
+
+#[test]
+fn some_checkpointed_blocks_give_the_plain_gradients() {
+    // Plain blocks between checkpointed ones are back-propagated as segments of the tape.
+    same_as_plain_with::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None, &|i| i % 2 == 1);
+    same_as_plain_with::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None, &|i| i % 2 == 0);
+    same_as_plain_with::<Autodiff<Flex>>(None, &|i| i >= 5);
 }

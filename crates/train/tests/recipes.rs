@@ -323,7 +323,29 @@ fn bad_amp_settings_are_named() {
 
 #[test]
 fn checkpoint_mode_is_checked() {
-    assert_names(&error_of("", &["checkpoint.mode=auto"]), "checkpoint.mode");
+    assert_names(
+        &error_of("", &["checkpoint.mode=everything"]),
+        "checkpoint.mode",
+    );
+    // auto needs a budget, only auto takes one, and the budget must be a size.
+    assert_names(
+        &error_of("", &["checkpoint.mode=auto"]),
+        "checkpoint.budget",
+    );
+    assert_names(
+        &error_of("", &["checkpoint.mode=blocks", "checkpoint.budget=8GiB"]),
+        "checkpoint.budget",
+    );
+    let bad_unit = error_of("", &["checkpoint.mode=auto", "checkpoint.budget=8 parsecs"]);
+    assert_names(&bad_unit, "checkpoint.budget");
+    assert!(bad_unit.contains("parsecs"), "{bad_unit}");
+    let auto = parse_recipe(
+        "[checkpoint]\nmode = \"auto\"\nbudget = \"1.5 GiB\"\n",
+        Path::new("ok.toml"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(auto.checkpoint.budget_bytes(), Some(3 << 29));
     let r = parse_recipe(
         "[checkpoint]\nmode = \"blocks\"\n",
         Path::new("ok.toml"),

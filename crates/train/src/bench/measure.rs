@@ -9,8 +9,8 @@ use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
 use crate::stack::{Stack, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
-    Stepper, bert_config, bert_forward_checkpointed, forward_checkpointed, model_config,
-    seed_device, upload_text,
+    BlockProbe, Stepper, bert_config, bert_forward_probed, bert_forward_selected, forward_probed,
+    forward_selected, measure_blocks, model_config, plan_auto, seed_device, upload_text,
 };
 use anyhow::Result;
 use burn::module::AutodiffModule;
@@ -63,17 +63,19 @@ impl StackTask for Measure<'_> {
     fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
         seed_device::<B>(&device, self.recipe.train.seed);
         let batch = self.recipe.train.batch_size;
-        let checkpoint = self.recipe.checkpoint.mode;
         if self.recipe.model.name.is_text() {
             let config = bert_config(self.recipe);
             let model = BertForSequenceClassification::<B>::new(&config, 2, &device);
             let seq = self.recipe.data.max_length;
             let (input, labels) =
                 upload_text::<B>(synthetic_text(batch, seq, config.vocab_size, 2), &device);
+            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
+                bert_forward_probed(m, &input, probe)
+            })?;
             self.time(model, stack, &device, |model, tape| {
-                let logits = match checkpoint {
-                    CheckpointMode::None => model.forward(&input),
-                    CheckpointMode::Blocks => bert_forward_checkpointed(model, &input, tape),
+                let logits = match &plan {
+                    None => model.forward(&input),
+                    Some(plan) => bert_forward_selected(model, &input, tape, &**plan),
                 };
                 (logits, labels.clone())
             })
@@ -91,10 +93,13 @@ impl StackTask for Measure<'_> {
                 &device,
             );
             let labels = synthetic_labels::<B>(batch, classes, &device);
+            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
+                forward_probed(m, images.clone(), probe)
+            })?;
             self.time(model, stack, &device, |model, tape| {
-                let logits = match checkpoint {
-                    CheckpointMode::None => model.forward(images.clone()),
-                    CheckpointMode::Blocks => forward_checkpointed(model, images.clone(), tape),
+                let logits = match &plan {
+                    None => model.forward(images.clone()),
+                    Some(plan) => forward_selected(model, images.clone(), tape, &**plan),
                 };
                 (logits, labels.clone())
             })
@@ -102,7 +107,37 @@ impl StackTask for Measure<'_> {
     }
 }
 
+/// Which blocks a forward pass checkpoints, by index.
+type Selection = Box<dyn Fn(usize) -> bool>;
+
 impl Measure<'_> {
+    /// Which blocks to checkpoint (`None`: none): all for `blocks`, the planner's choice under
+    /// `checkpoint.budget` for `auto`, measured with `probed`.
+    fn plan<B: CheckpointBackend, M>(
+        &self,
+        model: &M,
+        stack: Stack,
+        device: &B::Device,
+        probed: impl Fn(&M, &mut dyn BlockProbe) -> Tensor<B, 2>,
+    ) -> Result<Option<Selection>> {
+        Ok(match self.recipe.checkpoint.mode {
+            CheckpointMode::None => None,
+            CheckpointMode::Blocks => Some(Box::new(|_| true)),
+            CheckpointMode::Auto => {
+                let budget = self
+                    .recipe
+                    .checkpoint
+                    .budget_bytes()
+                    .expect("auto has a budget");
+                let autocast = self.recipe.amp.autocast_dtype().map(|d| d.float_dtype());
+                let costs = measure_blocks::<B, M>(model, stack, device, autocast, probed);
+                let (plan, summary) = plan_auto(&costs, budget)?;
+                eprintln!("checkpoint: auto: {summary}");
+                Some(Box::new(move |i| plan.checkpointed[i]))
+            }
+        })
+    }
+
     fn time<B, M>(
         self,
         mut model: M,

@@ -4,6 +4,7 @@
 //! are errors that name the key and the file ([`RecipeError`]), raised before any work starts.
 
 mod amp;
+mod byte_size;
 mod device;
 mod error;
 mod load;
@@ -12,6 +13,7 @@ mod text_paths;
 mod validate;
 
 pub use amp::{AmpDtype, AmpLevel, AmpSection};
+pub use byte_size::parse_byte_size;
 pub use device::{DeviceSpec, Mode};
 pub use error::RecipeError;
 pub use load::{apply_set, load_recipe, parse_recipe};

@@ -37,14 +37,50 @@ pub enum CheckpointMode {
     None,
     /// Every residual block: only block inputs are kept, blocks are recomputed in backward.
     Blocks,
+    /// The blocks `checkpoint.budget` needs, chosen from each block's measured activation
+    /// memory and forward time (`burnacc_checkpoint::plan_checkpoints`).
+    Auto,
 }
 
 /// `[checkpoint]`
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckpointSection {
-    /// none or blocks.
+    /// none, blocks or auto.
     pub mode: CheckpointMode,
+    /// `auto`: the most activation memory a step may keep for backward (weights, gradients and
+    /// optimizer state not included), e.g. `"8GiB"`, `"512MB"`, or bytes.
+    pub budget: Option<ByteSize>,
+}
+
+/// A size in a recipe: bytes, or text with a unit (`"8GiB"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ByteSize {
+    /// Bytes.
+    Bytes(u64),
+    /// A number with a unit, parsed by [`super::parse_byte_size`].
+    Text(String),
+}
+
+impl ByteSize {
+    /// The size in bytes.
+    pub fn bytes(&self) -> Result<u64, String> {
+        match self {
+            ByteSize::Bytes(0) => Err("must be at least 1 byte (got 0)".into()),
+            ByteSize::Bytes(b) => Ok(*b),
+            ByteSize::Text(t) => super::byte_size::parse_byte_size(t),
+        }
+    }
+}
+
+impl CheckpointSection {
+    /// `budget` in bytes (checked when the recipe is read).
+    pub fn budget_bytes(&self) -> Option<u64> {
+        self.budget
+            .as_ref()
+            .map(|b| b.bytes().expect("checked by validate"))
+    }
 }
 
 /// The networks a recipe can name: ResNets for images, BERTs for text.

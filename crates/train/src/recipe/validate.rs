@@ -49,6 +49,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
             format!("must be in [0, 1) (got {})", r.data.val_fraction),
         ));
     }
+    check_checkpoint(&r.checkpoint)?;
     let o = &r.optim;
     for (key, value) in [("optim.lr", o.lr), ("optim.eps", o.eps)] {
         if !(value > 0.0 && value.is_finite()) {
@@ -129,12 +130,13 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
             format!("must be in [0, 1) (got {dropout})"),
         ));
     }
-    if r.checkpoint.mode == super::CheckpointMode::Blocks && dropout > 0.0 {
+    if r.checkpoint.mode != super::CheckpointMode::None && dropout > 0.0 {
         return Err((
             "checkpoint.mode",
             format!(
-                "blocks with model.dropout = {dropout}: recomputed layers would draw new dropout \
-                 masks; set model.dropout = 0 to checkpoint BERT layers"
+                "{} with model.dropout = {dropout}: recomputed layers would draw new dropout \
+                 masks; set model.dropout = 0 to checkpoint BERT layers",
+                mode_name(r.checkpoint.mode)
             ),
         ));
     }
@@ -218,5 +220,37 @@ fn fetch_hint(kind: DatasetKind) -> &'static str {
     match kind {
         DatasetKind::FashionMnist => " (fetch it with scripts/fetch_fashion_mnist.sh)",
         _ => "",
+    }
+}
+
+fn mode_name(mode: super::CheckpointMode) -> &'static str {
+    match mode {
+        super::CheckpointMode::None => "none",
+        super::CheckpointMode::Blocks => "blocks",
+        super::CheckpointMode::Auto => "auto",
+    }
+}
+
+/// `auto` needs a budget, and only `auto` takes one.
+fn check_checkpoint(c: &super::CheckpointSection) -> Result<(), (&'static str, String)> {
+    match (c.mode, &c.budget) {
+        (super::CheckpointMode::Auto, None) => Err((
+            "checkpoint.budget",
+            "mode = \"auto\" needs a budget: the activation memory a step may keep, e.g. \
+             budget = \"8GiB\""
+                .into(),
+        )),
+        (super::CheckpointMode::Auto, Some(budget)) => budget
+            .bytes()
+            .map(|_| ())
+            .map_err(|e| ("checkpoint.budget", e)),
+        (mode, Some(_)) => Err((
+            "checkpoint.budget",
+            format!(
+                "applies to mode = \"auto\" only (mode is \"{}\")",
+                mode_name(mode)
+            ),
+        )),
+        (_, None) => Ok(()),
     }
 }

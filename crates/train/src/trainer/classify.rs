@@ -1,6 +1,8 @@
 //! What the trainer needs from a model: logits and labels for a host batch, with or without
-//! checkpointed blocks. ResNets read image batches, BERTs text batches.
+//! checkpointed blocks, and a forward pass that reports each block to a probe (for
+//! `[checkpoint] mode = "auto"`). ResNets read image batches, BERTs text batches.
 
+use super::auto_checkpoint::BlockProbe;
 use super::batch::{upload, upload_text};
 use burn::module::Module;
 use burn::tensor::backend::Backend;
@@ -16,15 +18,27 @@ pub trait Classify<B: Backend, H>: Module<B> {
     fn classify(&self, batch: H, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>);
 }
 
+/// Which blocks a forward pass checkpoints, by block index.
+pub type BlockFilter<'a> = &'a dyn Fn(usize) -> bool;
+
 /// A classifier whose blocks (residual blocks, encoder layers) can be checkpointed.
 pub trait ClassifyCheckpointed<B: CheckpointBackend, H>: Classify<B, H> {
-    /// [`Classify::classify`] with every block checkpointed on `tape`.
+    /// [`Classify::classify`] with the blocks `checkpoint` selects checkpointed on `tape`.
     fn classify_checkpointed(
         &self,
         batch: H,
         device: &B::Device,
         tape: &mut CheckpointTape<B>,
+        checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>);
+
+    /// [`Classify::classify`] with `probe` told when each block starts and ends: the logits.
+    fn classify_probed(
+        &self,
+        batch: H,
+        device: &B::Device,
+        probe: &mut dyn BlockProbe,
+    ) -> Tensor<B, 2>;
 }
 
 impl<B: Backend> Classify<B, HostBatch> for ResNet<B> {
@@ -40,9 +54,20 @@ impl<B: CheckpointBackend> ClassifyCheckpointed<B, HostBatch> for ResNet<B> {
         batch: HostBatch,
         device: &B::Device,
         tape: &mut CheckpointTape<B>,
+        checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
         let (images, labels) = upload::<B>(batch, device);
-        (forward_checkpointed(self, images, tape), labels)
+        (forward_selected(self, images, tape, checkpoint), labels)
+    }
+
+    fn classify_probed(
+        &self,
+        batch: HostBatch,
+        device: &B::Device,
+        probe: &mut dyn BlockProbe,
+    ) -> Tensor<B, 2> {
+        let (images, _) = upload::<B>(batch, device);
+        forward_probed(self, images, probe)
     }
 }
 
@@ -54,33 +79,36 @@ impl<B: Backend> Classify<B, TextBatch> for BertForSequenceClassification<B> {
 }
 
 impl<B: CheckpointBackend> ClassifyCheckpointed<B, TextBatch> for BertForSequenceClassification<B> {
-    /// Every encoder layer checkpointed (the recipe check demands dropout 0: recomputed layers
+    /// Checkpointed encoder layers (the recipe check demands dropout 0: recomputed layers
     /// would draw new masks).
     fn classify_checkpointed(
         &self,
         batch: TextBatch,
         device: &B::Device,
         tape: &mut CheckpointTape<B>,
+        checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
         let (input, labels) = upload_text::<B>(batch, device);
-        (bert_forward_checkpointed(self, &input, tape), labels)
+        (
+            bert_forward_selected(self, &input, tape, checkpoint),
+            labels,
+        )
+    }
+
+    fn classify_probed(
+        &self,
+        batch: TextBatch,
+        device: &B::Device,
+        probe: &mut dyn BlockProbe,
+    ) -> Tensor<B, 2> {
+        let (input, _) = upload_text::<B>(batch, device);
+        bert_forward_probed(self, &input, probe)
     }
 }
 
-/// BERT's forward pass with every encoder layer checkpointed on `tape`.
-///
-/// input: `[rows, seq]` → logits `[samples, classes]`.
-pub fn bert_forward_checkpointed<B: CheckpointBackend>(
-    model: &BertForSequenceClassification<B>,
-    input: &BertInput<B>,
-    tape: &mut CheckpointTape<B>,
-) -> Tensor<B, 2> {
-    let mut x = model.bert.embed(input);
-    for layer in &model.bert.encoder.layer {
-        let bias = input.attention_bias.clone();
-        x = tape.checkpoint(layer, x, move |layer, x| layer.forward(x, bias.clone()));
-    }
-    model.head(x, input)
+/// Bytes of a tensor's elements in its dtype.
+fn bytes_of<B: Backend, const D: usize>(x: &Tensor<B, D>) -> u64 {
+    (x.shape().num_elements() * x.dtype().size()) as u64
 }
 
 /// ResNet's forward pass with every residual block checkpointed on `tape`.
@@ -91,9 +119,83 @@ pub fn forward_checkpointed<B: CheckpointBackend>(
     images: Tensor<B, 4>,
     tape: &mut CheckpointTape<B>,
 ) -> Tensor<B, 2> {
+    forward_selected(model, images, tape, &|_| true)
+}
+
+/// ResNet's forward pass with the residual blocks `checkpoint` selects checkpointed on `tape`.
+pub fn forward_selected<B: CheckpointBackend>(
+    model: &ResNet<B>,
+    images: Tensor<B, 4>,
+    tape: &mut CheckpointTape<B>,
+    checkpoint: BlockFilter,
+) -> Tensor<B, 2> {
     let mut x = model.stem(images);
-    for block in model.blocks() {
-        x = tape.checkpoint(block, x, |block, x| block.forward(x));
+    for (i, block) in model.blocks().enumerate() {
+        x = if checkpoint(i) {
+            tape.checkpoint(block, x, |block, x| block.forward(x))
+        } else {
+            block.forward(x)
+        };
     }
     model.head(x)
+}
+
+/// ResNet's forward pass with `probe` around each residual block: the logits.
+pub fn forward_probed<B: Backend>(
+    model: &ResNet<B>,
+    images: Tensor<B, 4>,
+    probe: &mut dyn BlockProbe,
+) -> Tensor<B, 2> {
+    let mut x = model.stem(images);
+    for block in model.blocks() {
+        probe.before_block(bytes_of(&x));
+        x = block.forward(x);
+        probe.after_block();
+    }
+    model.head(x)
+}
+
+/// BERT's forward pass with every encoder layer checkpointed on `tape`.
+///
+/// input: `[rows, seq]` → logits `[samples, classes]`.
+pub fn bert_forward_checkpointed<B: CheckpointBackend>(
+    model: &BertForSequenceClassification<B>,
+    input: &BertInput<B>,
+    tape: &mut CheckpointTape<B>,
+) -> Tensor<B, 2> {
+    bert_forward_selected(model, input, tape, &|_| true)
+}
+
+/// BERT's forward pass with the encoder layers `checkpoint` selects checkpointed on `tape`.
+pub fn bert_forward_selected<B: CheckpointBackend>(
+    model: &BertForSequenceClassification<B>,
+    input: &BertInput<B>,
+    tape: &mut CheckpointTape<B>,
+    checkpoint: BlockFilter,
+) -> Tensor<B, 2> {
+    let mut x = model.bert.embed(input);
+    for (i, layer) in model.bert.encoder.layer.iter().enumerate() {
+        let bias = input.attention_bias.clone();
+        x = if checkpoint(i) {
+            tape.checkpoint(layer, x, move |layer, x| layer.forward(x, bias.clone()))
+        } else {
+            layer.forward(x, bias)
+        };
+    }
+    model.head(x, input)
+}
+
+/// BERT's forward pass with `probe` around each encoder layer: the logits.
+pub fn bert_forward_probed<B: Backend>(
+    model: &BertForSequenceClassification<B>,
+    input: &BertInput<B>,
+    probe: &mut dyn BlockProbe,
+) -> Tensor<B, 2> {
+    let mut x = model.bert.embed(input);
+    for layer in &model.bert.encoder.layer {
+        probe.before_block(bytes_of(&x));
+        x = layer.forward(x, input.attention_bias.clone());
+        probe.after_block();
+    }
+    model.head(x, input)
 }

@@ -1,5 +1,6 @@
 //! Runs a recipe end to end: check, resolve the stack, load data, train, evaluate, save.
 
+mod auto_checkpoint;
 mod batch;
 mod bert_init;
 mod classify;
@@ -14,8 +15,10 @@ mod text_data;
 
 pub use batch::upload_text;
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
+pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, plan_auto};
 pub use classify::{
-    Classify, ClassifyCheckpointed, bert_forward_checkpointed, forward_checkpointed,
+    BlockFilter, Classify, ClassifyCheckpointed, bert_forward_checkpointed, bert_forward_probed,
+    bert_forward_selected, forward_checkpointed, forward_probed, forward_selected,
 };
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};

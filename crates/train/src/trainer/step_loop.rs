@@ -1,5 +1,6 @@
 //! The training loop, generic over the backend stack and the optimizer.
 
+use super::auto_checkpoint::{AutoCheckpointSummary, measure_blocks, plan_auto};
 use super::batch::correct_count;
 use super::classify::ClassifyCheckpointed;
 use super::source::BatchSource;
@@ -43,6 +44,8 @@ pub struct LoopStats {
     pub skipped_steps: Option<u64>,
     /// Blocks checkpointed per step (`[checkpoint] mode`).
     pub checkpointed_blocks: usize,
+    /// What `[checkpoint] mode = "auto"` measured and chose.
+    pub auto_checkpoint: Option<AutoCheckpointSummary>,
 }
 
 /// Trains `model` on batches `H` of `loader` for `recipe.train.max_steps` steps, logging every
@@ -72,6 +75,7 @@ pub fn train_steps<B, M, H, S>(
 where
     B: CheckpointBackend,
     M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
+    H: Clone,
     S: BatchSource<H>,
 {
     let total = recipe.train.max_steps;
@@ -90,6 +94,9 @@ where
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
     let mut interval_steps = 0usize;
+    let autocast_dtype = recipe.amp.autocast_dtype().map(|d| d.float_dtype());
+    // `auto`: which blocks to checkpoint, planned from the first batch.
+    let mut auto_plan: Option<Vec<bool>> = None;
 
     for step in 0..total {
         let batch = match batches.next() {
@@ -105,9 +112,24 @@ where
         let batch_size = S::samples(&batch);
         let lr = learning_rate(&recipe.optim, step, total);
         let mode = recipe.checkpoint.mode;
+        if mode == CheckpointMode::Auto && auto_plan.is_none() {
+            let budget = recipe.checkpoint.budget_bytes().expect("auto has a budget");
+            let costs =
+                measure_blocks::<B, M>(&model, stack, device, autocast_dtype, |m, probe| {
+                    m.classify_probed(batch.clone(), device, probe)
+                });
+            let (plan, summary) = plan_auto(&costs, budget)?;
+            eprintln!("checkpoint: auto: {summary}");
+            stats.auto_checkpoint = Some(summary);
+            auto_plan = Some(plan.checkpointed);
+        }
         let forward = |model: &M, tape: &mut CheckpointTape<B>| match mode {
             CheckpointMode::None => model.classify(batch, device),
-            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, tape),
+            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, tape, &|_| true),
+            CheckpointMode::Auto => {
+                let plan = auto_plan.as_deref().expect("planned above");
+                model.classify_checkpointed(batch, device, tape, &|i| plan[i])
+            }
         };
         let (next, out) = match profiler.as_deref_mut().filter(|p| p.covers(step)) {
             Some(p) => profiled_step(

@@ -157,6 +157,7 @@ impl TrainTask<'_> {
         B: CheckpointBackend,
         M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
         M::InnerModule: Classify<B::InnerBackend, H>,
+        H: Clone,
         S: BatchSource<H>,
     {
         // Seeds what the device draws itself during training (e.g. dropout masks).
