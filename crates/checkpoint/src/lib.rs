@@ -16,4 +16,4 @@ mod tape;
 
 pub use backend::{CheckpointBackend, NodeKey};
 pub use planner::{BlockCost, BudgetTooSmall, CheckpointPlan, plan_checkpoints};
-pub use tape::CheckpointTape;
+pub use tape::{CheckpointTape, block_seed};

@@ -59,6 +59,8 @@ pub struct CheckpointTape<B: CheckpointBackend> {
     entries: Vec<Entry<B>>,
     /// The node of the last block's output, to recognise it as the next block's input.
     last_output: Option<NodeKey>,
+    /// With RNG replay: the seed blocks' seeds derive from.
+    rng_seed: Option<u64>,
 }
 
 impl<B: CheckpointBackend> Default for CheckpointTape<B> {
@@ -73,6 +75,19 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         Self {
             entries: Vec::new(),
             last_output: None,
+            rng_seed: None,
+        }
+    }
+
+    /// An empty tape that replays random draws: before the `k`-th checkpointed block runs, and
+    /// again before it is recomputed, the device's generator is seeded with
+    /// [`block_seed`]`(seed, k)`, so dropout inside the block draws the same masks both times
+    /// (PyTorch's `preserve_rng_state`, which saves and restores the generator's state;
+    /// Burn 0.21 can set a backend's generator but not read it back).
+    pub fn with_rng_replay(seed: u64) -> Self {
+        Self {
+            rng_seed: Some(seed),
+            ..Self::new()
         }
     }
 
@@ -97,7 +112,8 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
     ///   recompute's update is undone.
     /// - The recompute must give the output's shape and dtype again, or backward panics
     ///   naming both (a block whose forward depends on state that changed in between).
-    /// - Random ops inside the block (dropout) draw again on recompute: not supported yet.
+    /// - Random ops inside the block (dropout) draw the same values on recompute only with
+    ///   [`with_rng_replay`](Self::with_rng_replay); a plain tape draws new ones.
     pub fn checkpoint<M, F, const D: usize, const E: usize>(
         &mut self,
         block: &M,
@@ -109,6 +125,12 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         F: Fn(&M, Tensor<B, D>) -> Tensor<B, E> + 'static,
     {
         let autocast_at_forward = autocast_dtype();
+        let replay = self
+            .rng_seed
+            .map(|seed| (input.device(), block_seed(seed, self.entries.len())));
+        if let Some((device, seed)) = &replay {
+            B::seed(device, *seed);
+        }
         materialize(block);
         // Burn's `detach` keeps a leaf's `require_grad`: the input must be untracked for the
         // forward pass not to be recorded.
@@ -127,6 +149,9 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         let block = block.clone();
         let block_backward: BlockBackward<B> = Box::new(move |grad_output| {
             let _autocast = autocast_at_forward.map(|d| autocast(d).expect("it was on at the forward pass"));
+            if let Some((device, seed)) = &replay {
+                B::seed(device, *seed);
+            }
             let buffers = Buffers::save(&block);
             let input = Tensor::<B, D>::from_inner(saved);
             let input = if tracked { input.require_grad() } else { input };
@@ -204,4 +229,13 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
 /// A gradient primitive as a tensor of rank `D`.
 fn to_tensor<B: AutodiffBackend, const D: usize>(grad: Grad<B>) -> Tensor<B, D> {
     Tensor::from_inner(Tensor::from_primitive(TensorPrimitive::Float(grad)))
+}
+
+/// The seed of the `index`-th checkpointed block of a tape replaying from `seed` (SplitMix64
+/// of both, so neighbouring blocks and steps get unrelated streams).
+pub fn block_seed(seed: u64, index: usize) -> u64 {
+    let mut z = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

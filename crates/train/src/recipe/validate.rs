@@ -130,16 +130,6 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
             format!("must be in [0, 1) (got {dropout})"),
         ));
     }
-    if r.checkpoint.mode != super::CheckpointMode::None && dropout > 0.0 {
-        return Err((
-            "checkpoint.mode",
-            format!(
-                "{} with model.dropout = {dropout}: recomputed layers would draw new dropout \
-                 masks; set model.dropout = 0 to checkpoint BERT layers",
-                mode_name(r.checkpoint.mode)
-            ),
-        ));
-    }
     if r.model.pretrained && r.model.weights.is_none() && model != super::ModelName::MinilmL6 {
         return Err((
             "model.pretrained",

@@ -79,8 +79,8 @@ impl<B: Backend> Classify<B, TextBatch> for BertForSequenceClassification<B> {
 }
 
 impl<B: CheckpointBackend> ClassifyCheckpointed<B, TextBatch> for BertForSequenceClassification<B> {
-    /// Checkpointed encoder layers (the recipe check demands dropout 0: recomputed layers
-    /// would draw new masks).
+    /// Checkpointed encoder layers (dropout masks are replayed on recompute by the step's
+    /// tape).
     fn classify_checkpointed(
         &self,
         batch: TextBatch,

@@ -11,7 +11,7 @@ use burn::tensor::{FloatDType, Int, Tensor};
 use burnacc_amp::optim::SyncFreeOptimizer;
 use burnacc_amp::scaler::GradScaler;
 use burnacc_backend::autocast::autocast;
-use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+use burnacc_checkpoint::{CheckpointBackend, CheckpointTape, block_seed};
 
 use super::task::build_optimizer;
 
@@ -22,6 +22,10 @@ pub struct Stepper<B: CheckpointBackend, M> {
     scaler: GradScaler<B>,
     loss_fn: CrossEntropyLoss<B>,
     autocast: Option<FloatDType>,
+    /// `train.seed`: checkpointed blocks replay random draws from seeds derived from it.
+    seed: u64,
+    /// Steps taken, so each step's checkpointed blocks get their own seeds.
+    steps: usize,
 }
 
 /// The parts of a step, in order.
@@ -70,6 +74,8 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
                 .context("amp: invalid loss-scaler settings")?,
             loss_fn: CrossEntropyLossConfig::new().init(device),
             autocast: recipe.amp.autocast_dtype().map(|d| d.float_dtype()),
+            seed: recipe.train.seed,
+            steps: 0,
         })
     }
 
@@ -104,7 +110,9 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
             .map(autocast)
             .transpose()
             .expect("the recipe's amp.dtype is f16 or bf16");
-        let mut tape = CheckpointTape::new();
+        // Dropout inside a checkpointed block draws the same masks when it is recomputed.
+        let mut tape = CheckpointTape::with_rng_replay(block_seed(self.seed, self.steps));
+        self.steps += 1;
         let (logits, labels) = forward(&model, &mut tape);
         let loss = self.loss_fn.forward(logits.clone(), labels.clone());
         drop(guard);
