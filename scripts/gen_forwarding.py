@@ -35,7 +35,7 @@ TRAITS = [
 ]
 
 # Ops implemented by hand in crates/backend/src/overrides/ (same signature, same name).
-OVERRIDES = set()
+OVERRIDES = {"layer_norm"}
 
 # Backend-parametrised wrapper types: how to move a value between `Acc<B>` and `B`.
 # name -> (conversion of an argument into the inner type, conversion of a result out of it)

@@ -16,7 +16,9 @@ pub mod counters;
 #[rustfmt::skip] // generated: one `op!` line per op
 pub mod forward;
 mod macros;
+pub mod routes;
 pub mod trace;
+mod overrides;
 
 use burn::tensor::backend::{AutodiffBackend, Backend, BackendTypes, DTypeUsageSet, ExecutionError};
 use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor, QuantizedTensor};

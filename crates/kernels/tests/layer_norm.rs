@@ -7,105 +7,19 @@ use burn::backend::NdArray;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::nn::LayerNormConfig;
 use burn::tensor::backend::Backend;
-use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{DType, Tensor, TensorData};
 use burnacc_kernels::layer_norm::{
     LayerNormKernel, layer_norm, layer_norm_backward_launches, layer_norm_backward_reference,
     layer_norm_forward_launches, layer_norm_reference,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Ref = NdArray<f64>;
 
-const EPS: f64 = 1e-5;
-const F32_FORWARD_TOL: f64 = 1e-5;
-const F32_GRAD_TOL: f64 = 1e-4;
 const F16_TOL: f64 = 1e-2;
 
-/// Deterministic inputs of one case, as f32 values (exactly representable in f64 too).
-struct Case {
-    dims: Vec<usize>,
-    x: Vec<f32>,
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-    grad_out: Vec<f32>,
-}
-
-impl Case {
-    fn new(dims: &[usize], seed: u64) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let numel: usize = dims.iter().product();
-        let width = dims[dims.len() - 1];
-        let mut uniform = |n: usize, lo: f32, hi: f32| -> Vec<f32> {
-            (0..n).map(|_| rng.random_range(lo..hi)).collect()
-        };
-        // An offset mean and a spread of about one, as activations entering a LayerNorm.
-        let x = uniform(numel, -1.5, 2.5);
-        let gamma = uniform(width, 0.5, 1.5);
-        let beta = uniform(width, -0.5, 0.5);
-        let grad_out = uniform(numel, -1.0, 1.0);
-        Self {
-            dims: dims.to_vec(),
-            x,
-            gamma,
-            beta,
-            grad_out,
-        }
-    }
-
-    fn width(&self) -> usize {
-        self.dims[self.dims.len() - 1]
-    }
-
-    fn tensor<B: Backend, const D: usize>(
-        values: &[f32],
-        dims: &[usize],
-        device: &B::Device,
-    ) -> Tensor<B, D> {
-        let data = TensorData::new(values.to_vec(), dims.to_vec());
-        Tensor::<B, D>::from_data(data, device)
-    }
-
-    fn inputs<B: Backend, const D: usize>(
-        &self,
-        device: &B::Device,
-    ) -> (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>, Tensor<B, D>) {
-        let width = [self.width()];
-        (
-            Self::tensor(&self.x, &self.dims, device),
-            Self::tensor(&self.gamma, &width, device),
-            Self::tensor(&self.beta, &width, device),
-            Self::tensor(&self.grad_out, &self.dims, device),
-        )
-    }
-}
-
-/// `max |actual − expected| / max |expected|`.
-fn rel_err(actual: TensorData, expected: TensorData) -> f64 {
-    let actual: Vec<f64> = actual.iter::<f64>().collect();
-    let expected: Vec<f64> = expected.iter::<f64>().collect();
-    assert_eq!(actual.len(), expected.len(), "element counts differ");
-    let diff = actual
-        .iter()
-        .zip(&expected)
-        .map(|(a, e)| (a - e).abs())
-        .fold(0.0, f64::max);
-    let scale = expected.iter().map(|e| e.abs()).fold(0.0, f64::max);
-    assert!(
-        actual.iter().all(|a| a.is_finite()),
-        "non-finite values in the fused result"
-    );
-    diff / scale.max(f64::MIN_POSITIVE)
-}
-
-fn prim<B: Backend, const D: usize>(t: Tensor<B, D>) -> B::FloatTensorPrimitive {
-    t.into_primitive().tensor()
-}
-
-fn wrap<B: Backend, const D: usize>(p: B::FloatTensorPrimitive) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(p))
-}
+mod common;
+use common::*;
 
 /// Relative errors `[y, dx, dgamma, dbeta]` of the fused path against the f64 reference, with
 /// the inputs stored on the device as `dtype`.

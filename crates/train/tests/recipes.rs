@@ -322,6 +322,17 @@ fn bad_amp_settings_are_named() {
 }
 
 #[test]
+fn kernel_keys_need_mode_acc() {
+    assert_names(
+        &error_of("", &["backend.mode=eager", "kernels.layer_norm=true"]),
+        "kernels.layer_norm",
+    );
+    assert_names(&error_of("", &["kernels.softmax=true"]), "kernels.softmax");
+    let r = parse_recipe("[kernels]\nlayer_norm = true\n", Path::new("ok.toml"), &[]).unwrap();
+    assert!(r.kernels.layer_norm);
+}
+
+#[test]
 fn checkpoint_mode_is_checked() {
     assert_names(
         &error_of("", &["checkpoint.mode=everything"]),

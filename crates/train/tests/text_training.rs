@@ -7,6 +7,7 @@
 
 mod common;
 
+use burnacc_backend::counters;
 use burnacc_datasets::text::{minilm_present, rotten_tomatoes_present, text_data_dir};
 use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
@@ -172,4 +173,31 @@ fn a_corrupted_corpus_is_named() {
         !root.path().join("runs").exists(),
         "no run folder is made for bad data"
     );
+}
+
+#[test]
+fn the_fused_layer_norm_trains_like_burns_layer_norm() {
+    if !data_present() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    const STEPS: usize = 3;
+    let fused_calls = || counters::snapshot().kernel("fused_layer_norm");
+    let before = fused_calls();
+    let plain = losses(&run(root.path(), STEPS, &["model.dropout=0.0"]));
+    assert_eq!(fused_calls(), before, "the route is off by default");
+    let fused = losses(&run(
+        root.path(),
+        STEPS,
+        &["model.dropout=0.0", "kernels.layer_norm=true"],
+    ));
+    // MiniLM: 13 LayerNorms (embeddings, 2 per layer × 6) per forward pass, every step.
+    assert_eq!(fused_calls() - before, 13 * STEPS as u64);
+    for (step, (a, b)) in fused.iter().zip(&plain).enumerate() {
+        assert!(
+            rel(*a, *b) < 1e-4,
+            "step {}: {a} fused vs {b} Burn's layer_norm\n{fused:?}\n{plain:?}",
+            step + 1
+        );
+    }
 }

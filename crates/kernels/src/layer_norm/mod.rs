@@ -14,7 +14,9 @@
 //! - [`launch`]: their launchers on Burn's CubeCL primitive, [`CubeTensor`];
 //! - [`LayerNormKernel`]: the backend extension, implemented for [`CubeBackend`] by the kernels,
 //!   for the CPU backends by the reference, and for `Autodiff<B>` (`autodiff`) as one graph node
-//!   whose backward is the inner backend's fused backward;
+//!   whose backward is the inner backend's fused backward, and for `Fusion<B>` (`fusion`, hence
+//!   `burn::backend::Wgpu`) as one custom operation (a fusion barrier) running the inner
+//!   backend's kernels;
 //! - [`counters`]: launch counters that prove the fused path ran.
 //!
 //! The forward saves per-row `mean` and `rstd = 1 / sqrt(var + eps)` (`[rows]`, `rows` being
@@ -25,6 +27,7 @@ mod autodiff;
 mod backends;
 pub mod counters;
 mod fallback;
+mod fusion;
 mod kernel;
 pub mod launch;
 pub mod reference;

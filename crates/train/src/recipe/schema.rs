@@ -26,6 +26,18 @@ pub struct Recipe {
     pub amp: AmpSection,
     /// `[checkpoint]`: gradient checkpointing of blocks.
     pub checkpoint: CheckpointSection,
+    /// `[kernels]`: burnacc's fused kernels, each switched on by its key (mode acc).
+    pub kernels: KernelsSection,
+}
+
+/// `[kernels]`: which of burnacc's fused kernels replace the ops they implement (all off by
+/// default, like TorchAcc's `enable_fused_*` hooks).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KernelsSection {
+    /// Every `layer_norm` the model calls (Burn's `nn::LayerNorm`) runs burnacc's fused
+    /// LayerNorm: one autodiff node with a fused backward; CubeCL kernels on CubeCL devices.
+    pub layer_norm: bool,
 }
 
 /// Which blocks a training step checkpoints.

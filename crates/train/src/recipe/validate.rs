@@ -50,6 +50,15 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
         ));
     }
     check_checkpoint(&r.checkpoint)?;
+    if r.kernels.layer_norm && r.backend.mode != super::Mode::Acc {
+        return Err((
+            "kernels.layer_norm",
+            format!(
+                "burnacc's kernels run in mode acc; backend.mode is \"{}\"",
+                r.backend.mode
+            ),
+        ));
+    }
     let o = &r.optim;
     for (key, value) in [("optim.lr", o.lr), ("optim.eps", o.eps)] {
         if !(value > 0.0 && value.is_finite()) {

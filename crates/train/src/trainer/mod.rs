@@ -31,6 +31,7 @@ pub use task::{ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_c
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
 use crate::kernel_cache::configure_kernel_caches;
+use crate::kernel_routes::route_kernels;
 use crate::precision::check_amp_dtype;
 use crate::recipe::{Recipe, load_recipe};
 use crate::run_dir::{fresh_run_dir, write_atomic};
@@ -162,6 +163,9 @@ pub fn run_checked(
     stack: Stack,
     options: &RunOptions,
 ) -> Result<RunSummary> {
+    // Checked before any work; the routes hold on this thread, where the stack runs, until
+    // the run ends.
+    let _routes = route_kernels(stack, &recipe.kernels)?;
     let data = Data::build(recipe)?;
     let root = recipe
         .train
