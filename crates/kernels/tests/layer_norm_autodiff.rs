@@ -15,6 +15,9 @@ use rand::{Rng, SeedableRng};
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Ref = NdArray<f64>;
 
+mod common;
+use common::rel_err;
+
 const EPS: f64 = 1e-5;
 
 fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
@@ -28,20 +31,6 @@ fn tensor<B: Backend, const D: usize>(
     device: &B::Device,
 ) -> Tensor<B, D> {
     Tensor::from_data(TensorData::new(v.to_vec(), dims), device)
-}
-
-/// `max |actual − expected| / max |expected|`.
-fn rel_err(actual: TensorData, expected: TensorData) -> f64 {
-    let actual: Vec<f64> = actual.iter::<f64>().collect();
-    let expected: Vec<f64> = expected.iter::<f64>().collect();
-    assert_eq!(actual.len(), expected.len());
-    let diff = actual
-        .iter()
-        .zip(&expected)
-        .map(|(a, e)| (a - e).abs())
-        .fold(0.0, f64::max);
-    let scale = expected.iter().map(|e| e.abs()).fold(0.0, f64::max);
-    diff / scale.max(f64::MIN_POSITIVE)
 }
 
 /// Gradients of `Σ layer_norm(x, γ, β) · w` on `Autodiff<B>`, through [`layer_norm`].

@@ -39,8 +39,8 @@ pub struct BenchPlan {
     pub counts: StepCounts,
     /// Time limit of one case.
     pub limit: Duration,
-    /// Results of other runs (PyTorch) to show alongside.
-    pub merge: Vec<PathBuf>,
+    /// Results of other runs (PyTorch's, read from `--merge` files) to show alongside.
+    pub merge: Vec<BenchRecord>,
     /// Output folder: `results.jsonl`, `table.md`, `chart.png`.
     pub out: PathBuf,
     /// Run each CubeCL case a second time with the kernel cache its first run filled.
@@ -88,10 +88,6 @@ pub fn sets_for(sets: &[String], recipe: &Path) -> Vec<String> {
 /// Runs every case of `plan` with `exe` (the `bench` binary) and writes the results; after each
 /// case `results.jsonl` is rewritten atomically, so a run cut short keeps what it measured.
 pub fn run_bench(plan: &BenchPlan, exe: &Path) -> Result<Vec<BenchRecord>> {
-    let mut merged = Vec::new();
-    for file in &plan.merge {
-        merged.extend(read_records(file)?);
-    }
     std::fs::create_dir_all(&plan.out)?;
     let mut records = Vec::new();
     // Every case starts from an empty kernel cache of its own: cold start-up, whatever ran
@@ -124,7 +120,7 @@ pub fn run_bench(plan: &BenchPlan, exe: &Path) -> Result<Vec<BenchRecord>> {
             to_json_lines(&records).as_bytes(),
         )?;
     }
-    let mut all = merged;
+    let mut all = plan.merge.clone();
     all.extend(records.iter().cloned());
     write_report(&all, &plan.out)?;
     Ok(all)

@@ -113,8 +113,10 @@ fn run(args: &Args) -> Result<()> {
             recipe.display()
         );
     }
+    // Read once, before any case runs: a bad file stops the run at once.
+    let mut merge = Vec::new();
     for file in &args.merge {
-        read_records(file)?;
+        merge.extend(read_records(file)?);
     }
     let plan = BenchPlan {
         recipes: args.recipes.clone(),
@@ -127,15 +129,12 @@ fn run(args: &Args) -> Result<()> {
             windows: args.windows,
         },
         limit: Duration::from_secs(args.timeout),
-        merge: args.merge.clone(),
+        merge,
         out: args.out.clone(),
         warm_start: args.warm_start,
     };
     let records = if plan.recipes.is_empty() {
-        let mut records = Vec::new();
-        for file in &plan.merge {
-            records.extend(read_records(file)?);
-        }
+        let records = plan.merge.clone();
         anyhow::ensure!(
             !records.is_empty(),
             "nothing to measure or report: give recipes or --merge files"

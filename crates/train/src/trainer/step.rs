@@ -79,6 +79,11 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         })
     }
 
+    /// The autocast dtype of the forward pass (`[amp]`), if any.
+    pub fn autocast(&self) -> Option<FloatDType> {
+        self.autocast
+    }
+
     /// The loss scaler (its scale is a device tensor).
     pub fn scaler(&self) -> &GradScaler<B> {
         &self.scaler

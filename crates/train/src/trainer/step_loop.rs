@@ -94,7 +94,6 @@ where
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
     let mut interval_steps = 0usize;
-    let autocast_dtype = recipe.amp.autocast_dtype().map(|d| d.float_dtype());
     // `auto`: which blocks to checkpoint, planned from the first batch.
     let mut auto_plan: Option<Vec<bool>> = None;
 
@@ -115,7 +114,7 @@ where
         if mode == CheckpointMode::Auto && auto_plan.is_none() {
             let budget = recipe.checkpoint.budget_bytes().expect("auto has a budget");
             let costs =
-                measure_blocks::<B, M>(&model, stack, device, autocast_dtype, |m, probe| {
+                measure_blocks::<B, M>(&model, stack, device, stepper.autocast(), |m, probe| {
                     m.classify_probed(batch.clone(), device, probe)
                 });
             let (plan, summary) = plan_auto(&costs, budget)?;
