@@ -4,8 +4,10 @@ pub mod bert;
 pub mod error;
 pub mod params;
 pub mod resnet;
+pub mod swin;
 
 pub use bert::{BertConfig, BertForSequenceClassification, BertInput, BertModel, HiddenAct};
 pub use error::UnknownModel;
 pub use params::{NamedTensor, named_tensors, num_trainable_params, torch_key};
 pub use resnet::{Block, BlockKind, ResNet, ResNetConfig};
+pub use swin::{SwinConfig, SwinTransformer};

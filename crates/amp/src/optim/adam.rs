@@ -13,13 +13,18 @@
 //! `m` and `v` start at zero; the step counter is an f32 `[1]` tensor per parameter.
 
 use super::SyncFreeOptimizer;
-use super::device::{Erased, StepMask, bias_correction, broadcast, zero_step};
+use super::device::{Erased, StepMask, bias_correction, zero_step};
 use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
+use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
+use super::route::{AdamStepFn, multi_tensor_route};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{DType, Tensor};
+use burnacc_kernels::optim::reference::adam_tensor_reference;
+use burnacc_kernels::optim::{AdamGroup, AdamHyper};
 use std::collections::HashMap;
 
 /// How weight decay enters the update.
@@ -65,6 +70,18 @@ impl AdamConfig {
         }
     }
 
+    /// The hyper-parameters of one step with learning rate `lr`.
+    fn hyper(&self, lr: f64) -> AdamHyper {
+        AdamHyper {
+            lr,
+            beta1: self.betas.0,
+            beta2: self.betas.1,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            decoupled: self.decay_mode == WeightDecayMode::Decoupled,
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self.decay_mode {
             WeightDecayMode::L2 => "Adam",
@@ -78,7 +95,13 @@ impl AdamConfig {
         let (b1, b2) = self.betas;
         check((0.0..1.0).contains(&b1), name, "beta1", b1, "in [0, 1)")?;
         check((0.0..1.0).contains(&b2), name, "beta2", b2, "in [0, 1)")?;
-        check(self.eps >= 0.0 && self.eps.is_finite(), name, "eps", self.eps, "finite and >= 0")?;
+        check(
+            self.eps >= 0.0 && self.eps.is_finite(),
+            name,
+            "eps",
+            self.eps,
+            "finite and >= 0",
+        )?;
         check(
             self.weight_decay >= 0.0 && self.weight_decay.is_finite(),
             name,
@@ -122,7 +145,10 @@ impl<B: AutodiffBackend> Adam<B> {
     }
 
     /// The state of parameter `id` of rank `D`, if it has taken a step.
-    pub fn param_state<const D: usize>(&self, id: ParamId) -> Option<AdamParamState<B::InnerBackend, D>> {
+    pub fn param_state<const D: usize>(
+        &self,
+        id: ParamId,
+    ) -> Option<AdamParamState<B::InnerBackend, D>> {
         self.states.get(&id).map(|s| AdamParamState {
             step: s.step.clone(),
             exp_avg: s.exp_avg.get(),
@@ -139,7 +165,95 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Adam<
         grads: GradientsParams,
         found_inf: Option<&Tensor<B::InnerBackend, 1>>,
     ) -> M {
-        step_module(&self.rule, &mut self.states, lr, module, grads, found_inf)
+        match multi_tensor_route::<B::InnerBackend>() {
+            Some((route, which)) if which.adam => {
+                let mut grads = grads;
+                let items = collect::<B, M>(&module, &mut grads);
+                let mut stepped = HashMap::new();
+                for group in by_dtype(items) {
+                    self.step_group(route.adam, lr, group, found_inf, &mut stepped);
+                }
+                apply::<B, M>(module, stepped)
+            }
+            _ => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
+        }
+    }
+}
+
+impl<B: AutodiffBackend> Adam<B> {
+    /// One multi-tensor step of `group` (one dtype) through `fused`; the new parameters go
+    /// into `stepped`. The same update as the per-parameter path: each parameter keeps its own
+    /// step counter, whose bias corrections are computed for the whole group at once.
+    fn step_group(
+        &mut self,
+        fused: AdamStepFn<B::InnerBackend>,
+        lr: f64,
+        group: Vec<Collected<B::InnerBackend>>,
+        found_inf: Option<&Tensor<B::InnerBackend, 1>>,
+        stepped: &mut HashMap<ParamId, FloatTensor<B::InnerBackend>>,
+    ) {
+        let Some(first) = group.first() else {
+            return;
+        };
+        let device =
+            <B::InnerBackend as burn::tensor::ops::FloatTensorOps<B::InnerBackend>>::float_device(
+                &first.param,
+            );
+        let (beta1, beta2) = self.rule.0.betas;
+        let n = group.len();
+        let mut ids = Vec::with_capacity(n);
+        let mut tensors = AdamGroup {
+            params: Vec::with_capacity(n),
+            grads: Vec::with_capacity(n),
+            exp_avg: Vec::with_capacity(n),
+            exp_avg_sq: Vec::with_capacity(n),
+            step_size: zeros_like::<B::InnerBackend>(&first.param),
+            bc2_sqrt: zeros_like::<B::InnerBackend>(&first.param),
+        };
+        let mut steps = Vec::with_capacity(n);
+        for item in group {
+            let (step, m, v) = match self.states.remove(&item.id) {
+                Some(s) => (s.step, s.exp_avg.float(), s.exp_avg_sq.float()),
+                None => (
+                    zero_step(&device),
+                    zeros_like::<B::InnerBackend>(&item.param),
+                    zeros_like::<B::InnerBackend>(&item.param),
+                ),
+            };
+            ids.push(item.id);
+            steps.push(step);
+            tensors.exp_avg.push(m);
+            tensors.exp_avg_sq.push(v);
+            tensors.params.push(item.param);
+            tensors.grads.push(item.grad);
+        }
+        // Step counts after this step, f32 [n], and their bias corrections.
+        let steps = Tensor::cat(steps, 0);
+        let next = steps.clone().add_scalar(1.0);
+        let step_size = bias_correction(next.clone(), beta1).recip().mul_scalar(lr);
+        tensors.step_size = step_size.cast(DType::F32).into_primitive().tensor();
+        tensors.bc2_sqrt = bias_correction(next, beta2)
+            .sqrt()
+            .cast(DType::F32)
+            .into_primitive()
+            .tensor();
+        let update = fused(tensors, self.rule.0.hyper(lr), found_inf_f32(found_inf));
+        let advanced = StepMask::new(found_inf).advance(steps);
+        let new_states = update.exp_avg.into_iter().zip(update.exp_avg_sq);
+        for (i, ((id, param), (m, v))) in ids
+            .into_iter()
+            .zip(update.params)
+            .zip(new_states)
+            .enumerate()
+        {
+            let state = ErasedState {
+                step: advanced.clone().slice([i..i + 1]),
+                exp_avg: Erased::from_float(m),
+                exp_avg_sq: Erased::from_float(v),
+            };
+            self.states.insert(id, state);
+            stepped.insert(id, param);
+        }
     }
 }
 
@@ -167,23 +281,26 @@ impl<B: Backend> UpdateRule<B> for AdamRule {
         let (beta1, beta2) = c.betas;
         let (step, m, v) = match state {
             Some(s) => (s.step, s.exp_avg.get::<D>(), s.exp_avg_sq.get::<D>()),
-            None => (zero_step(&param.device()), param.zeros_like(), param.zeros_like()),
+            None => (
+                zero_step(&param.device()),
+                param.zeros_like(),
+                param.zeros_like(),
+            ),
         };
         // The update is computed as if the step were taken; a skipped step discards it.
         let next = step.clone().add_scalar(1.0);
-        let (grad, decayed) = match c.decay_mode {
-            _ if c.weight_decay == 0.0 => (grad, param.clone()),
-            WeightDecayMode::L2 => (grad + param.clone().mul_scalar(c.weight_decay), param.clone()),
-            WeightDecayMode::Decoupled => (grad, param.clone().mul_scalar(1.0 - lr * c.weight_decay)),
-        };
-        let new_m = m.clone().mul_scalar(beta1) + grad.clone().mul_scalar(1.0 - beta1);
-        let new_v = v.clone().mul_scalar(beta2) + (grad.clone() * grad).mul_scalar(1.0 - beta2);
-        let dtype = param.dtype();
-        // step_size = lr / bc1 and sqrt(bc2): f32 [1] on the device, broadcast over the tensor.
-        let step_size = broadcast::<B, D>(bias_correction(next.clone(), beta1).recip().mul_scalar(lr), dtype);
-        let bc2_sqrt = broadcast::<B, D>(bias_correction(next, beta2).sqrt(), dtype);
-        let denom = (new_v.clone().sqrt() / bc2_sqrt).add_scalar(c.eps);
-        let new_param = decayed - new_m.clone() * step_size / denom;
+        // step_size = lr / bc1 and sqrt(bc2): f32 [1] on the device.
+        let step_size = bias_correction(next.clone(), beta1).recip().mul_scalar(lr);
+        let bc2_sqrt = bias_correction(next, beta2).sqrt();
+        let (new_param, new_m, new_v) = adam_tensor_reference(
+            param.clone(),
+            grad,
+            m.clone(),
+            v.clone(),
+            step_size,
+            bc2_sqrt,
+            &c.hyper(lr),
+        );
         let state = ErasedState {
             step: mask.advance(step),
             exp_avg: Erased::new(mask.keep(new_m, m)),

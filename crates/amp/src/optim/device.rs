@@ -34,7 +34,11 @@ impl<B: Backend> StepMask<B> {
     /// `new * (1 - f) + old * f`, which turns the skipped step's inf into NaN (`0 * inf`).
     /// The `[1]` mask is expanded to the tensor's shape explicitly, so no backend has to
     /// broadcast inside `mask_where`.
-    pub(crate) fn keep<const D: usize>(&self, new: Tensor<B, D>, old: Tensor<B, D>) -> Tensor<B, D> {
+    pub(crate) fn keep<const D: usize>(
+        &self,
+        new: Tensor<B, D>,
+        old: Tensor<B, D>,
+    ) -> Tensor<B, D> {
         match &self.skip {
             None => new,
             Some(skip) => {
@@ -86,16 +90,13 @@ pub(crate) fn bias_correction<B: Backend>(step: Tensor<B, 1>, beta: f64) -> Tens
     let xs = x.clone().clamp_max(SERIES_MAX);
     let mut series = xs.ones_like();
     for n in (2..=SERIES_TERMS).rev() {
-        series = (xs.clone() * series).mul_scalar(-1.0 / f64::from(n)).add_scalar(1.0);
+        series = (xs.clone() * series)
+            .mul_scalar(-1.0 / f64::from(n))
+            .add_scalar(1.0);
     }
     let series = xs * series;
     let direct = x.clone().neg().exp().neg().add_scalar(1.0);
     direct.mask_where(x.lower_elem(SERIES_MAX), series)
-}
-
-/// An f32 `[1]` factor, cast to `dtype` and shaped to broadcast over a rank-`D` tensor.
-pub(crate) fn broadcast<B: Backend, const D: usize>(factor: Tensor<B, 1>, dtype: DType) -> Tensor<B, D> {
-    factor.cast(dtype).reshape([1; D])
 }
 
 /// A float tensor of any rank, as stored in per-parameter state (each parameter has one
@@ -106,6 +107,16 @@ pub(crate) struct Erased<B: Backend>(TensorPrimitive<B>);
 impl<B: Backend> Erased<B> {
     pub(crate) fn new<const D: usize>(tensor: Tensor<B, D>) -> Self {
         Self(tensor.into_primitive())
+    }
+
+    /// A rank-erased primitive, as the multi-tensor steps return them.
+    pub(crate) fn from_float(tensor: burn::tensor::ops::FloatTensor<B>) -> Self {
+        Self(TensorPrimitive::Float(tensor))
+    }
+
+    /// The tensor as a rank-erased primitive.
+    pub(crate) fn float(&self) -> burn::tensor::ops::FloatTensor<B> {
+        self.0.clone().tensor()
     }
 
     /// The tensor, with its rank `D` (checked against its shape).
@@ -135,7 +146,10 @@ mod tests {
         let device = B::Device::default();
         let steps: Vec<f32> = (1..=STEPS).map(|s| s as f32).collect();
         let steps = Tensor::<B, 1>::from_data(TensorData::new(steps, [STEPS]), &device);
-        let actual = bias_correction(steps, beta).to_data().to_vec::<f32>().unwrap();
+        let actual = bias_correction(steps, beta)
+            .to_data()
+            .to_vec::<f32>()
+            .unwrap();
         let mut worst = (0.0, 0);
         for (i, &a) in actual.iter().enumerate() {
             let step = i as i32 + 1;

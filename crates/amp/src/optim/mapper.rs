@@ -12,8 +12,8 @@
 use super::device::StepMask;
 use burn::module::{AutodiffModule, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{Tensor, TensorPrimitive};
 use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorPrimitive};
 use std::collections::HashMap;
 
 /// One optimizer's update of one parameter.

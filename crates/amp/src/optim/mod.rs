@@ -14,10 +14,13 @@ mod adam;
 mod device;
 mod error;
 mod mapper;
+mod multi_tensor;
+pub mod route;
 mod sgd;
 
 pub use adam::{Adam, AdamConfig, AdamParamState, WeightDecayMode};
 pub use error::OptimError;
+pub use route::{FusedOptimizers, MultiTensorGuard, MultiTensorRoute, route_multi_tensor};
 pub use sgd::{Sgd, SgdConfig, SgdParamState};
 
 use burn::module::AutodiffModule;

@@ -13,14 +13,19 @@
 //! "First step" is decided on the device from a per-parameter step counter (f32 `[1]`), which
 //! a skipped step does not advance.
 
+use super::SyncFreeOptimizer;
 use super::device::{Erased, StepMask, zero_step};
 use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
-use super::SyncFreeOptimizer;
+use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
+use super::route::{SgdStepFn, multi_tensor_route};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{DType, Tensor};
+use burnacc_kernels::optim::reference::sgd_tensor_reference;
+use burnacc_kernels::optim::{SgdGroup, SgdHyper};
 use std::collections::HashMap;
 
 /// Hyper-parameters of [`Sgd`]; defaults as `torch.optim.SGD` (all zero, no Nesterov). The
@@ -51,8 +56,20 @@ impl Default for SgdConfig {
 impl SgdConfig {
     /// Checks PyTorch's ranges; the error names the field.
     pub fn validate(&self) -> Result<(), OptimError> {
-        check(self.momentum >= 0.0 && self.momentum.is_finite(), "SGD", "momentum", self.momentum, "finite and >= 0")?;
-        check(self.dampening.is_finite(), "SGD", "dampening", self.dampening, "finite")?;
+        check(
+            self.momentum >= 0.0 && self.momentum.is_finite(),
+            "SGD",
+            "momentum",
+            self.momentum,
+            "finite and >= 0",
+        )?;
+        check(
+            self.dampening.is_finite(),
+            "SGD",
+            "dampening",
+            self.dampening,
+            "finite",
+        )?;
         check(
             self.weight_decay >= 0.0 && self.weight_decay.is_finite(),
             "SGD",
@@ -64,9 +81,23 @@ impl SgdConfig {
             !self.nesterov || (self.momentum > 0.0 && self.dampening == 0.0),
             "SGD",
             "nesterov",
-            format!("true (momentum = {}, dampening = {})", self.momentum, self.dampening),
+            format!(
+                "true (momentum = {}, dampening = {})",
+                self.momentum, self.dampening
+            ),
             "momentum > 0 and dampening = 0 (Nesterov momentum requires a momentum and zero dampening)",
         )
+    }
+
+    /// The hyper-parameters of one step with learning rate `lr`.
+    fn hyper(&self, lr: f64) -> SgdHyper {
+        SgdHyper {
+            lr,
+            momentum: self.momentum,
+            dampening: self.dampening,
+            weight_decay: self.weight_decay,
+            nesterov: self.nesterov,
+        }
     }
 
     /// A validated [`Sgd`] with no state yet.
@@ -101,7 +132,10 @@ impl<B: AutodiffBackend> Sgd<B> {
     }
 
     /// The state of parameter `id` of rank `D`, if it has taken a step with momentum.
-    pub fn param_state<const D: usize>(&self, id: ParamId) -> Option<SgdParamState<B::InnerBackend, D>> {
+    pub fn param_state<const D: usize>(
+        &self,
+        id: ParamId,
+    ) -> Option<SgdParamState<B::InnerBackend, D>> {
         self.states.get(&id).map(|s| SgdParamState {
             step: s.step.clone(),
             momentum_buffer: s.momentum_buffer.get(),
@@ -117,7 +151,88 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Sgd<B
         grads: GradientsParams,
         found_inf: Option<&Tensor<B::InnerBackend, 1>>,
     ) -> M {
-        step_module(&self.rule, &mut self.states, lr, module, grads, found_inf)
+        match multi_tensor_route::<B::InnerBackend>() {
+            Some((route, which)) if which.sgd => {
+                let mut grads = grads;
+                let items = collect::<B, M>(&module, &mut grads);
+                let mut stepped = HashMap::new();
+                for group in by_dtype(items) {
+                    self.step_group(route.sgd, lr, group, found_inf, &mut stepped);
+                }
+                apply::<B, M>(module, stepped)
+            }
+            _ => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
+        }
+    }
+}
+
+impl<B: AutodiffBackend> Sgd<B> {
+    /// One multi-tensor step of `group` (one dtype) through `fused`; the new parameters go
+    /// into `stepped`. The same update as the per-parameter path: with momentum, each
+    /// parameter keeps its own step counter, which decides its first step on the device.
+    fn step_group(
+        &mut self,
+        fused: SgdStepFn<B::InnerBackend>,
+        lr: f64,
+        group: Vec<Collected<B::InnerBackend>>,
+        found_inf: Option<&Tensor<B::InnerBackend, 1>>,
+        stepped: &mut HashMap<ParamId, FloatTensor<B::InnerBackend>>,
+    ) {
+        let Some(head) = group.first() else {
+            return;
+        };
+        let device =
+            <B::InnerBackend as burn::tensor::ops::FloatTensorOps<B::InnerBackend>>::float_device(
+                &head.param,
+            );
+        let momentum = self.rule.0.momentum != 0.0;
+        let n = group.len();
+        let mut ids = Vec::with_capacity(n);
+        let mut steps = Vec::with_capacity(n);
+        let mut tensors = SgdGroup {
+            params: Vec::with_capacity(n),
+            grads: Vec::with_capacity(n),
+            momentum_buffer: Vec::new(),
+            first: None,
+        };
+        for item in group {
+            if momentum {
+                let (step, buf) = match self.states.remove(&item.id) {
+                    Some(s) => (s.step, s.momentum_buffer.float()),
+                    None => (
+                        zero_step(&device),
+                        zeros_like::<B::InnerBackend>(&item.param),
+                    ),
+                };
+                steps.push(step);
+                tensors.momentum_buffer.push(buf);
+            }
+            ids.push(item.id);
+            tensors.params.push(item.param);
+            tensors.grads.push(item.grad);
+        }
+        let steps = momentum.then(|| Tensor::cat(steps, 0));
+        tensors.first = steps.as_ref().map(|s| {
+            s.clone()
+                .equal_elem(0.0)
+                .float()
+                .cast(DType::F32)
+                .into_primitive()
+                .tensor()
+        });
+        let update = fused(tensors, self.rule.0.hyper(lr), found_inf_f32(found_inf));
+        let advanced = steps.map(|s| StepMask::new(found_inf).advance(s));
+        let mut buffers = update.momentum_buffer.into_iter();
+        for (i, (id, param)) in ids.into_iter().zip(update.params).enumerate() {
+            if let (Some(advanced), Some(buf)) = (&advanced, buffers.next()) {
+                let state = ErasedState {
+                    step: advanced.clone().slice([i..i + 1]),
+                    momentum_buffer: Erased::from_float(buf),
+                };
+                self.states.insert(id, state);
+            }
+            stepped.insert(id, param);
+        }
     }
 }
 
@@ -141,33 +256,26 @@ impl<B: Backend> UpdateRule<B> for SgdRule {
         mask: &StepMask<B>,
     ) -> (Tensor<B, D>, Option<Self::State>) {
         let c = &self.0;
-        let grad = if c.weight_decay != 0.0 {
-            grad + param.clone().mul_scalar(c.weight_decay)
-        } else {
-            grad
+        if c.momentum == 0.0 {
+            let (new_param, _) = sgd_tensor_reference(param.clone(), grad, None, &c.hyper(lr));
+            return (mask.keep(new_param, param), None);
+        }
+        let (step, buf) = match state {
+            Some(s) => (s.step, s.momentum_buffer.get::<D>()),
+            None => (zero_step(&param.device()), param.zeros_like()),
         };
-        let (direction, state) = if c.momentum != 0.0 {
-            let (step, buf) = match state {
-                Some(s) => (s.step, s.momentum_buffer.get::<D>()),
-                None => (zero_step(&param.device()), param.zeros_like()),
-            };
-            let first = step.clone().equal_elem(0.0).reshape([1; D]).expand(buf.shape());
-            let continued = buf.clone().mul_scalar(c.momentum) + grad.clone().mul_scalar(1.0 - c.dampening);
-            let new_buf = continued.mask_where(first, grad.clone());
-            let direction = if c.nesterov {
-                grad + new_buf.clone().mul_scalar(c.momentum)
-            } else {
-                new_buf.clone()
-            };
-            let state = ErasedState {
-                step: mask.advance(step),
-                momentum_buffer: Erased::new(mask.keep(new_buf, buf)),
-            };
-            (direction, Some(state))
-        } else {
-            (grad, None)
+        let first = step.clone().equal_elem(0.0);
+        let (new_param, new_buf) = sgd_tensor_reference(
+            param.clone(),
+            grad,
+            Some((buf.clone(), first)),
+            &c.hyper(lr),
+        );
+        let new_buf = new_buf.expect("a momentum step returns its buffer");
+        let state = ErasedState {
+            step: mask.advance(step),
+            momentum_buffer: Erased::new(mask.keep(new_buf, buf)),
         };
-        let new_param = param.clone() - direction.mul_scalar(lr);
-        (mask.keep(new_param, param), state)
+        (mask.keep(new_param, param), Some(state))
     }
 }

@@ -1,0 +1,29 @@
+//! Process-wide launch counters of the multi-tensor optimizer kernels, so that callers (and
+//! tests) can prove that the fused path ran rather than the reference.
+//!
+//! The counters only ever increase; compare a reading taken before a step with one taken
+//! after. Tests running in parallel share them, so assert "increased", never "by exactly n".
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static ADAM_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static SGD_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// Fused Adam/AdamW launches since the process started: one per CubeCL kernel launch (a chunk
+/// of tensors), one per group on the CPU's fused loop.
+pub fn multi_tensor_adam_launches() -> u64 {
+    ADAM_LAUNCHES.load(Ordering::Relaxed)
+}
+
+/// Fused SGD launches since the process started, counted as [`multi_tensor_adam_launches`].
+pub fn multi_tensor_sgd_launches() -> u64 {
+    SGD_LAUNCHES.load(Ordering::Relaxed)
+}
+
+pub(crate) fn count_adam_launch() {
+    ADAM_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn count_sgd_launch() {
+    SGD_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+}

@@ -1,0 +1,190 @@
+//! The multi-tensor steps on Flex (the CPU stacks' backend): one multi-threaded loop per
+//! tensor that reads each element of the parameter, gradient and state once and writes the
+//! new values in place wherever the tensor is not shared.
+//!
+//! Only f32 tensors take this path (master weights are f32); other dtypes use the reference.
+//! The flags (`found_inf`, the per-tensor bias corrections) live in host memory on the CPU,
+//! so reading them is free.
+
+use burn::backend::flex::FlexTensor;
+use burn::tensor::{DType, TensorMetadata};
+use rayon::prelude::*;
+
+use super::counters::{count_adam_launch, count_sgd_launch};
+use super::group::{AdamGroup, AdamHyper, AdamUpdate, SgdGroup, SgdHyper, SgdUpdate};
+use super::launch::AdamScalars;
+use burn::backend::Flex;
+
+/// Elements per parallel task: large enough to amortise the scheduling, small enough to
+/// spread a single large tensor over every core.
+const TASK_ELEMS: usize = 1 << 15;
+
+/// Whether every tensor is f32 (the fused loop's only dtype).
+pub(crate) fn all_f32<'a>(tensors: impl IntoIterator<Item = &'a FlexTensor>) -> bool {
+    tensors.into_iter().all(|t| t.dtype() == DType::F32)
+}
+
+/// A contiguous tensor this code may write: `tensor` itself when it owns its whole buffer,
+/// else a copy.
+fn writable(tensor: FlexTensor) -> FlexTensor {
+    let mut tensor = tensor.to_contiguous();
+    // Copy-on-write: copies only when the buffer is shared.
+    tensor.storage_mut::<f32>();
+    tensor
+}
+
+/// The elements of a contiguous f32 view (a copy when strided).
+fn values(tensor: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+    match tensor.as_slice::<f32>() {
+        Some(slice) => std::borrow::Cow::Borrowed(slice),
+        None => std::borrow::Cow::Owned(tensor.to_contiguous().as_slice::<f32>().unwrap().to_vec()),
+    }
+}
+
+/// `found_inf > 0` (false when absent).
+fn skipped(found_inf: Option<&FlexTensor>) -> bool {
+    found_inf.is_some_and(|flag| values(flag)[0] > 0.0)
+}
+
+/// The fused Adam/AdamW step (f32 groups only; see [`AdamGroup`]).
+pub(crate) fn multi_tensor_adam_flex(
+    group: AdamGroup<Flex>,
+    hyper: AdamHyper,
+    found_inf: Option<FlexTensor>,
+) -> AdamUpdate<Flex> {
+    group.len();
+    count_adam_launch();
+    if skipped(found_inf.as_ref()) {
+        return AdamUpdate {
+            params: group.params,
+            exp_avg: group.exp_avg,
+            exp_avg_sq: group.exp_avg_sq,
+        };
+    }
+    let step_size = values(&group.step_size).into_owned();
+    let bc2_sqrt = values(&group.bc2_sqrt).into_owned();
+    let AdamScalars {
+        beta1,
+        one_minus_beta1,
+        beta2,
+        one_minus_beta2,
+        eps,
+        param_scale,
+        grad_decay,
+    } = AdamScalars::new(&hyper);
+    let mut update = AdamUpdate {
+        params: Vec::new(),
+        exp_avg: Vec::new(),
+        exp_avg_sq: Vec::new(),
+    };
+    let tensors = group
+        .params
+        .into_iter()
+        .zip(group.grads)
+        .zip(group.exp_avg.into_iter().zip(group.exp_avg_sq));
+    for (i, ((param, grad), (m, v))) in tensors.enumerate() {
+        let (mut param, mut m, mut v) = (writable(param), writable(m), writable(v));
+        let grad = values(&grad);
+        let (size, bc2) = (step_size[i], bc2_sqrt[i]);
+        param
+            .storage_mut::<f32>()
+            .par_chunks_mut(TASK_ELEMS)
+            .zip(m.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
+            .zip(v.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
+            .zip(grad.par_chunks(TASK_ELEMS))
+            .for_each(|(((p, m), v), g)| {
+                for (((p, m), v), &g) in p.iter_mut().zip(m).zip(v).zip(g) {
+                    let g = g + grad_decay * *p;
+                    *m = beta1 * *m + one_minus_beta1 * g;
+                    *v = beta2 * *v + one_minus_beta2 * g * g;
+                    *p = *p * param_scale - size * *m / (v.sqrt() / bc2 + eps);
+                }
+            });
+        update.params.push(param);
+        update.exp_avg.push(m);
+        update.exp_avg_sq.push(v);
+    }
+    update
+}
+
+/// The fused SGD step, with or without momentum (f32 groups only; see [`SgdGroup`]).
+pub(crate) fn multi_tensor_sgd_flex(
+    group: SgdGroup<Flex>,
+    hyper: SgdHyper,
+    found_inf: Option<FlexTensor>,
+) -> SgdUpdate<Flex> {
+    group.len();
+    count_sgd_launch();
+    if skipped(found_inf.as_ref()) {
+        return SgdUpdate {
+            params: group.params,
+            momentum_buffer: group.momentum_buffer,
+        };
+    }
+    let (lr, wd) = (hyper.lr as f32, hyper.weight_decay as f32);
+    // `1 − dampening` in f64 first, for the reason of `AdamScalars`.
+    let (momentum, one_minus_dampening) = (hyper.momentum as f32, (1.0 - hyper.dampening) as f32);
+    let nesterov = hyper.nesterov;
+    let first = group.first.as_ref().map(|f| values(f).into_owned());
+    let mut buffers = group.momentum_buffer.into_iter();
+    let mut update = SgdUpdate {
+        params: Vec::new(),
+        momentum_buffer: Vec::new(),
+    };
+    for (i, (param, grad)) in group.params.into_iter().zip(group.grads).enumerate() {
+        let mut param = writable(param);
+        let grad = values(&grad);
+        match buffers.next() {
+            Some(buf) => {
+                let starts = first
+                    .as_ref()
+                    .expect("multi_tensor_sgd: momentum buffers need the `first` flags")[i]
+                    > 0.0;
+                let mut buf = writable(buf);
+                param
+                    .storage_mut::<f32>()
+                    .par_chunks_mut(TASK_ELEMS)
+                    .zip(buf.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
+                    .zip(grad.par_chunks(TASK_ELEMS))
+                    .for_each(|((p, b), g)| {
+                        for ((p, b), &g) in p.iter_mut().zip(b).zip(g) {
+                            let g = g + wd * *p;
+                            *b = if starts {
+                                g
+                            } else {
+                                momentum * *b + one_minus_dampening * g
+                            };
+                            let direction = if nesterov { g + momentum * *b } else { *b };
+                            *p -= lr * direction;
+                        }
+                    });
+                update.momentum_buffer.push(buf);
+            }
+            None => {
+                param
+                    .storage_mut::<f32>()
+                    .par_chunks_mut(TASK_ELEMS)
+                    .zip(grad.par_chunks(TASK_ELEMS))
+                    .for_each(|(p, g)| {
+                        for (p, &g) in p.iter_mut().zip(g) {
+                            *p -= lr * (g + wd * *p);
+                        }
+                    });
+            }
+        }
+        update.params.push(param);
+    }
+    update
+}
+
+/// Shapes of `a` and `b` agree, else a panic naming the list.
+pub(crate) fn check_shapes(what: &str, name: &str, params: &[FlexTensor], others: &[FlexTensor]) {
+    for (i, (p, o)) in params.iter().zip(others).enumerate() {
+        assert!(
+            p.shape() == o.shape(),
+            "{what}: {name}[{i}] has shape {:?} but params[{i}] has {:?}",
+            o.shape(),
+            p.shape()
+        );
+    }
+}
