@@ -72,7 +72,7 @@ fn assert_close(routed: &[Vec<f32>], plain: &[Vec<f32>]) {
 
 fn routed_equals_plain<B: AutodiffBackend>(stack: Stack, device: &B::Device) -> u64 {
     let plain = forward_backward::<B>(device);
-    let on = KernelsSection { layer_norm: true };
+    let on = KernelsSection { layer_norm: true, ..Default::default() };
     let before = counters::snapshot().kernel("fused_layer_norm");
     let routed = {
         let _routes = route_kernels(stack, &on).unwrap();
@@ -119,7 +119,7 @@ fn the_route_runs_one_autodiff_node_on_the_cpu() {
 
 #[test]
 fn kernels_need_an_acc_stack() {
-    let on = KernelsSection { layer_norm: true };
+    let on = KernelsSection { layer_norm: true, ..Default::default() };
     let err = route_kernels(Stack::CpuEager, &on)
         .err()
         .expect("eager has no Acc");

@@ -6,6 +6,7 @@
 use super::record::{BenchRecord, Status};
 use crate::memory::read_memory;
 use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
+use crate::kernel_routes::route_kernels;
 use crate::stack::{Stack, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
@@ -61,6 +62,8 @@ impl StackTask for Measure<'_> {
     type Output = Result<BenchRecord>;
 
     fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
+        // `[kernels]` as in training; the routes hold on this thread until the case ends.
+        let _routes = route_kernels(stack, &self.recipe.kernels)?;
         seed_device::<B>(&device, self.recipe.train.seed);
         let batch = self.recipe.train.batch_size;
         if self.recipe.model.name.is_text() {

@@ -38,6 +38,26 @@ pub struct KernelsSection {
     /// Every `layer_norm` the model calls (Burn's `nn::LayerNorm`) runs burnacc's fused
     /// LayerNorm: one autodiff node with a fused backward; CubeCL kernels on CubeCL devices.
     pub layer_norm: bool,
+    /// Adam/AdamW steps run as one multi-tensor update (`burnacc_kernels::optim`): CubeCL
+    /// kernels a few launches per step on CubeCL devices, one fused loop per tensor on the CPU.
+    /// Needs `optim.name = "adam"` or `"adamw"`.
+    pub adam: bool,
+    /// SGD steps run as one multi-tensor update, as `adam`. Needs `optim.name = "sgd"`.
+    pub sgd: bool,
+}
+
+impl KernelsSection {
+    /// The keys switched on, as dotted recipe keys (`"kernels.adam"`).
+    pub fn enabled(&self) -> Vec<&'static str> {
+        [
+            ("kernels.layer_norm", self.layer_norm),
+            ("kernels.adam", self.adam),
+            ("kernels.sgd", self.sgd),
+        ]
+            .into_iter()
+            .filter_map(|(key, on)| on.then_some(key))
+            .collect()
+    }
 }
 
 /// Which blocks a training step checkpoints.

@@ -1,6 +1,6 @@
 //! Value checks that types alone cannot express (sizes > 0, fractions in range, paths present).
 
-use super::{DatasetKind, Recipe};
+use super::{DatasetKind, OptimizerName, Recipe};
 
 /// Returns the first impossible value as (dotted key, message).
 pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
@@ -50,15 +50,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
         ));
     }
     check_checkpoint(&r.checkpoint)?;
-    if r.kernels.layer_norm && r.backend.mode != super::Mode::Acc {
-        return Err((
-            "kernels.layer_norm",
-            format!(
-                "burnacc's kernels run in mode acc; backend.mode is \"{}\"",
-                r.backend.mode
-            ),
-        ));
-    }
+    check_kernels(r)?;
     let o = &r.optim;
     for (key, value) in [("optim.lr", o.lr), ("optim.eps", o.eps)] {
         if !(value > 0.0 && value.is_finite()) {
@@ -252,4 +244,34 @@ fn check_checkpoint(c: &super::CheckpointSection) -> Result<(), (&'static str, S
         )),
         (_, None) => Ok(()),
     }
+}
+
+/// `[kernels]`: every key needs mode acc; the optimizer keys need their optimizer.
+fn check_kernels(r: &Recipe) -> Result<(), (&'static str, String)> {
+    if let Some(&key) = r.kernels.enabled().first()
+        && r.backend.mode != super::Mode::Acc
+    {
+        return Err((
+            key,
+            format!(
+                "burnacc's kernels run in mode acc; backend.mode is \"{}\"",
+                r.backend.mode
+            ),
+        ));
+    }
+    let optimizer = r.optim.name;
+    let is_adam = matches!(optimizer, OptimizerName::Adam | OptimizerName::Adamw);
+    if r.kernels.adam && !is_adam {
+        return Err((
+            "kernels.adam",
+            format!("fuses Adam/AdamW steps, but optim.name is \"{}\"", format!("{optimizer:?}").to_lowercase()),
+        ));
+    }
+    if r.kernels.sgd && optimizer != OptimizerName::Sgd {
+        return Err((
+            "kernels.sgd",
+            format!("fuses SGD steps, but optim.name is \"{}\"", format!("{optimizer:?}").to_lowercase()),
+        ));
+    }
+    Ok(())
 }
