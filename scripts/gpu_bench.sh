@@ -3,16 +3,19 @@
 # warm) and the same workloads in PyTorch (scripts/torch_bench.py: eager and torch.compile,
 # bf16 autocast, channels-last), in one run on one CUDA machine, merged into one table and chart.
 #
-#   scripts/gpu_bench.sh build     # here: CUDA build of bench + train into gpu-pack/ (git-ignored)
+#   scripts/gpu_bench.sh build     # here: CUDA build of bench, train, kernels into gpu-pack/
 #   scripts/gpu_bench.sh run       # on the GPU machine, from the repository root
 #
 # `run` writes results.jsonl, torch.jsonl, table.md, chart.png and machine.txt into $OUT
-# (default gpu-results/). It needs no Rust toolchain: the binaries come from gpu-pack/ (built
-# with CUDARC_CUDA_VERSION=13000 for a CUDA 13.0 driver); cubecl compiles kernels with NVRTC at
-# run time, so CUDA_PATH must hold CUDA 13.0 headers and LD_LIBRARY_PATH must reach libnvrtc and
-# libnvrtc-builtins (see ../shared/GPU.md). Every configuration has a time limit, so a slow one
-# is reported as a timeout with the steps it finished instead of stalling the run. The defaults
-# fit one 10-minute device call; the environment variables below resize it.
+# (default gpu-results/), then kernels.md: the kernel micro-benchmarks of burnacc-kernels
+# (crates/kernels/benches/kernels.rs; fused kernels vs Burn, bandwidth vs copy; at most
+# KERNEL_TIMEOUT more seconds, KERNELS=0 skips them). It needs no Rust toolchain: the binaries
+# come from gpu-pack/ (built with CUDARC_CUDA_VERSION=13000 for a CUDA 13.0 driver); cubecl
+# compiles kernels with NVRTC at run time, so CUDA_PATH must hold CUDA 13.0 headers and
+# LD_LIBRARY_PATH must reach libnvrtc and libnvrtc-builtins (see ../shared/GPU.md). Every
+# configuration has a time limit, so a slow one is reported as a timeout with the steps it
+# finished instead of stalling the run. The defaults fit one 10-minute device call (without the
+# kernel micro-benchmarks); the environment variables below resize it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +31,9 @@ TORCH_CASES=${TORCH_CASES:-eager:f32,eager:bf16,compile:bf16}
 TORCH_TIMEOUT=${TORCH_TIMEOUT:-90}        # seconds per PyTorch configuration
 DEVICE=${DEVICE:-cuda}                    # cpu: a dry run of the whole script without a GPU
 EXTRA_SETS=${EXTRA_SETS:-}                # more --set arguments, e.g. for a CPU dry run
+KERNELS=${KERNELS:-1}                     # 0: skip the kernel micro-benchmarks
+KERNEL_REPS=${KERNEL_REPS:-5}             # repetitions per kernel measurement (median)
+KERNEL_TIMEOUT=${KERNEL_TIMEOUT:-150}     # seconds for the whole kernel micro-benchmark
 
 build() {
     CUDARC_CUDA_VERSION=13000 cargo build --release -p burnacc-train --features cuda \
@@ -38,6 +44,18 @@ build() {
         cp "$target/release/$bin" "$PACK/$bin"
         strip "$PACK/$bin" 2>/dev/null || true
     done
+    # The kernel micro-benchmark is a bench target (harness = false) of burnacc-kernels; its
+    # `cuda` feature only adds burn/cuda, so this reuses the Burn build above. Cargo names the
+    # binary deps/kernels-<hash>: build it (readable diagnostics), then ask again for its path
+    # in the JSON messages (a no-op build).
+    local kernels
+    local kbuild=(cargo bench -p burnacc-kernels --features cuda --bench kernels --no-run)
+    CUDARC_CUDA_VERSION=13000 "${kbuild[@]}"
+    kernels=$(CUDARC_CUDA_VERSION=13000 "${kbuild[@]}" --message-format=json \
+        | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+    [ -n "$kernels" ] || { echo "error: no kernels bench binary was built" >&2; exit 1; }
+    cp "$kernels" "$PACK/kernels"
+    strip "$PACK/kernels" 2>/dev/null || true
     du -sh "$PACK"/*
     echo "next, on the GPU machine: carry $PACK, run scripts/gpu_bench.sh run"
 }
@@ -80,6 +98,15 @@ run() {
     [ -s "$out/torch.jsonl" ] && merge+=(--merge "$out/torch.jsonl")
     [ -s "$out/burnacc/results.jsonl" ] && merge+=(--merge "$out/burnacc/results.jsonl")
     "$PACK/bench" "${merge[@]}" --out "$out" | tee "$out/report.txt"
+
+    # Kernel micro-benchmarks, last so they cannot hold up the scoreboard. Rows are printed as
+    # they finish, so a timeout keeps the finished ones. On the CPU (dry run): quick shapes.
+    if [ "$KERNELS" != 0 ] && [ -x "$PACK/kernels" ]; then
+        local kargs=(--device "$DEVICE" --reps "$KERNEL_REPS")
+        [ "$DEVICE" = cpu ] && kargs+=(--quick)
+        timeout "$KERNEL_TIMEOUT" "$PACK/kernels" "${kargs[@]}" | tee "$out/kernels.md" \
+            || echo "kernel bench stopped early; keeping its rows"
+    fi
 }
 
 case "${1:-}" in

@@ -15,6 +15,7 @@ mod convert;
 pub mod counters;
 #[rustfmt::skip] // generated: one `op!` line per op
 pub mod forward;
+pub mod fused;
 mod macros;
 pub mod routes;
 pub mod trace;

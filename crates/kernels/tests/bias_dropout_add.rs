@@ -7,12 +7,13 @@
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Flex, NdArray};
 use burn::tensor::backend::Backend;
+use burn::tensor::ops::IntTensor;
 use burn::tensor::{DType, Tensor, TensorData};
 use burnacc_kernels::bias_dropout_add::mask::{
     dropout_hash, dropout_keep, dropout_key, dropout_threshold, murmur3_x86_32,
 };
 use burnacc_kernels::bias_dropout_add::{
-    BiasDropoutAddKernel, bias_dropout_add, bias_dropout_add_backward_launches,
+    BiasDropoutAddKernel, DropoutSeed, bias_dropout_add, bias_dropout_add_backward_launches,
     bias_dropout_add_backward_reference, bias_dropout_add_forward_launches,
     bias_dropout_add_inference, bias_dropout_add_reference, dropout_keep_mask,
 };
@@ -26,6 +27,15 @@ const F16_TOL: f64 = 1e-2;
 
 mod common;
 use common::{F32_FORWARD_TOL, F32_GRAD_TOL, prim, rel_err, wrap};
+
+/// The seed tensor of a host `u64` on `device`, as the trait methods take it.
+fn seed_prim<B: Backend>(seed: u64, device: &B::Device) -> Option<IntTensor<B>> {
+    Some(
+        DropoutSeed::from_u64(seed)
+            .to_tensor::<B>(device)
+            .into_primitive(),
+    )
+}
 
 /// Deterministic inputs of one case, as f32 values (exactly representable in f64 too).
 struct Case {
@@ -95,13 +105,24 @@ fn fused_errors<const D: usize>(
     let bias = with_bias.then(|| prim(bias));
 
     let forward_before = bias_dropout_add_forward_launches();
-    let y = Cube::fused_bias_dropout_add(prim(x), bias, prim(residual), p, seed);
+    let y = Cube::fused_bias_dropout_add(
+        prim(x),
+        bias,
+        prim(residual),
+        p,
+        seed_prim::<Cube>(seed, &device),
+    );
     assert!(
         bias_dropout_add_forward_launches() > forward_before,
         "the fused forward did not launch"
     );
     let backward_before = bias_dropout_add_backward_launches();
-    let (dx, dbias) = Cube::fused_bias_dropout_add_backward(prim(grad_out), p, seed, with_bias);
+    let (dx, dbias) = Cube::fused_bias_dropout_add_backward(
+        prim(grad_out),
+        p,
+        seed_prim::<Cube>(seed, &device),
+        with_bias,
+    );
     if with_bias || p > 0.0 {
         assert!(
             bias_dropout_add_backward_launches() > backward_before,
@@ -220,8 +241,12 @@ fn fused_f32_strided_inputs() {
     let y = bias_dropout_add(x.transpose(), Some(bias), residual.transpose(), p, seed);
     assert!(bias_dropout_add_forward_launches() > before);
     let before = bias_dropout_add_backward_launches();
-    let (dx, dbias) =
-        Cube::fused_bias_dropout_add_backward(prim(grad_out.transpose()), p, seed, true);
+    let (dx, dbias) = Cube::fused_bias_dropout_add_backward(
+        prim(grad_out.transpose()),
+        p,
+        seed_prim::<Cube>(seed, &device),
+        true,
+    );
     assert!(bias_dropout_add_backward_launches() > before);
 
     let cpu = Default::default();
@@ -255,7 +280,12 @@ fn fused_f32_empty_batch() {
     let y = bias_dropout_add(x.clone(), Some(bias), x.clone(), 0.5, 3);
     assert_eq!(y.dims(), [0, 4, 8]);
     for with_bias in [true, false] {
-        let (dx, dbias) = Cube::fused_bias_dropout_add_backward(prim(x.clone()), 0.5, 3, with_bias);
+        let (dx, dbias) = Cube::fused_bias_dropout_add_backward(
+            prim(x.clone()),
+            0.5,
+            seed_prim::<Cube>(3, &device),
+            with_bias,
+        );
         assert_eq!(wrap::<Cube, 3>(dx).dims(), [0, 4, 8]);
         if let Some(dbias) = dbias {
             let dbias: Vec<f32> = wrap::<Cube, 1>(dbias).into_data().to_vec().unwrap();
@@ -284,9 +314,11 @@ fn kernel_mask_equals_host_mask() {
         let host = dropout_keep_mask(seed, p, &dims);
         let scale = (1.0 / (1.0 - p)) as f32;
         let y = bias_dropout_add(ones.clone(), None, zeros.clone(), p, seed);
-        let (dx, _) = Cube::fused_bias_dropout_add_backward(prim(ones.clone()), p, seed, false);
+        let seed_tensor = || seed_prim::<Cube>(seed, &device);
+        let (dx, _) =
+            Cube::fused_bias_dropout_add_backward(prim(ones.clone()), p, seed_tensor(), false);
         let (dx_columns, _) =
-            Cube::fused_bias_dropout_add_backward(prim(ones.clone()), p, seed, true);
+            Cube::fused_bias_dropout_add_backward(prim(ones.clone()), p, seed_tensor(), true);
         for (name, t) in [
             ("forward", y),
             ("backward dx", wrap(dx)),
@@ -365,7 +397,8 @@ fn host_hash_is_murmur3() {
     assert_eq!(murmur3_x86_32(0x9747_b28c, &[0x6161_6161]), 0x5a97_808a);
 
     let (seed, index) = (0x0123_4567_89ab_cdefu64, 12_345u32);
-    let words = [seed as u32, (seed >> 32) as u32, index];
+    let [w0, w1] = DropoutSeed::from_u64(seed).words();
+    let words = [w0, w1, index];
     assert_eq!(
         dropout_hash(dropout_key(seed), index),
         murmur3_x86_32(0, &words)
@@ -402,7 +435,12 @@ fn fallback_path_matches_reference() {
     let y = bias_dropout_add(x.clone(), Some(bias.clone()), residual.clone(), p, seed);
     let expected = bias_dropout_add_reference(x, Some(bias), residual, p, seed);
     assert!(rel_err(y.into_data(), expected.clone().into_data()) <= 1e-15);
-    let (dx, dbias) = Ref::fused_bias_dropout_add_backward(prim(grad.clone()), p, seed, true);
+    let (dx, dbias) = Ref::fused_bias_dropout_add_backward(
+        prim(grad.clone()),
+        p,
+        seed_prim::<Ref>(seed, &cpu),
+        true,
+    );
     let (rdx, rdbias) = bias_dropout_add_backward_reference(grad, p, seed, true);
     assert!(rel_err(wrap::<Ref, 2>(dx).into_data(), rdx.clone().into_data()) <= 1e-15);
     assert!(
@@ -425,7 +463,12 @@ fn fallback_path_matches_reference() {
     assert_eq!(y.dtype(), DType::F16);
     let err = rel_err(y.into_data(), expected.into_data());
     assert!(err <= F16_TOL, "Flex f16 forward error {err:e}");
-    let (dx, _) = Flex::fused_bias_dropout_add_backward(prim(half(grad)), p, seed, true);
+    let (dx, _) = Flex::fused_bias_dropout_add_backward(
+        prim(half(grad)),
+        p,
+        seed_prim::<Flex>(seed, &flex),
+        true,
+    );
     let err = rel_err(wrap::<Flex, 2>(dx).into_data(), rdx.into_data());
     assert!(err <= F16_TOL, "Flex f16 dx error {err:e}");
 }

@@ -3,6 +3,9 @@
 //! `Autodiff`: gradients from `.backward()` against the same maths written with Burn ops and
 //! the host mask, on `NdArray<f64>`.
 //!
+//! With a device seed ([`dropout_seed`]) the expected values use the host mask of the seed
+//! read back after the step; re-seeding the backend replays the same masks.
+//!
 //! Fusion runs operations lazily: every result is read (`into_data`) before the launch
 //! counters are checked. Run with `--nocapture` to see the measured errors.
 
@@ -11,8 +14,9 @@ use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use burnacc_kernels::bias_dropout_add::{
-    BiasDropoutAddKernel, bias_dropout_add, bias_dropout_add_backward_launches,
-    bias_dropout_add_forward_launches, bias_dropout_add_inference, dropout_keep_mask_tensor,
+    BiasDropoutAddKernel, DropoutSeed, bias_dropout_add, bias_dropout_add_backward_launches,
+    bias_dropout_add_device_seed, bias_dropout_add_forward_launches, bias_dropout_add_inference,
+    dropout_keep_mask_tensor, dropout_seed,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -62,7 +66,7 @@ impl<const D: usize> Case<D> {
     /// `[y, dx, d_residual, dbias]` written with plain Burn ops on `NdArray<f64>` and the host
     /// mask: `y = residual + (x + bias) · keep / (1 − p)`, `dx = w · keep / (1 − p)`,
     /// `d_residual = w`, `dbias = Σ_rows dx`.
-    fn expected(&self, with_bias: bool, p: f64, seed: u64) -> [TensorData; 4] {
+    fn expected(&self, with_bias: bool, p: f64, seed: impl Into<DropoutSeed>) -> [TensorData; 4] {
         let cpu = Default::default();
         let x = tensor::<Ref, D>(&self.x, self.dims, &cpu);
         let residual = tensor::<Ref, D>(&self.residual, self.dims, &cpu);
@@ -101,17 +105,34 @@ impl<const D: usize> Case<D> {
         seed: u64,
         device: &B::Device,
     ) -> [TensorData; 4] {
+        self.autodiff_with::<B>(with_bias, device, |x, b, residual| {
+            if p == 0.0 {
+                bias_dropout_add_inference(x, b, residual)
+            } else {
+                bias_dropout_add(x, b, residual, p, seed)
+            }
+        })
+    }
+
+    /// `[y, dx, d_residual, dbias]` from `.backward()` on `Autodiff<B>` of `forward(x, bias,
+    /// residual)`, all three tracked (`dbias` empty without a bias).
+    fn autodiff_with<B: BiasDropoutAddKernel>(
+        &self,
+        with_bias: bool,
+        device: &B::Device,
+        forward: impl FnOnce(
+            Tensor<Autodiff<B>, D>,
+            Option<Tensor<Autodiff<B>, 1>>,
+            Tensor<Autodiff<B>, D>,
+        ) -> Tensor<Autodiff<B>, D>,
+    ) -> [TensorData; 4] {
         type Ad<B> = Autodiff<B>;
         let x = tensor::<Ad<B>, D>(&self.x, self.dims, device).require_grad();
         let residual = tensor::<Ad<B>, D>(&self.residual, self.dims, device).require_grad();
         let bias = tensor::<Ad<B>, 1>(&self.bias, [self.dims[D - 1]], device).require_grad();
         let w = tensor::<Ad<B>, D>(&self.w, self.dims, device);
         let b = with_bias.then(|| bias.clone());
-        let y = if p == 0.0 {
-            bias_dropout_add_inference(x.clone(), b, residual.clone())
-        } else {
-            bias_dropout_add(x.clone(), b, residual.clone(), p, seed)
-        };
+        let y = forward(x.clone(), b, residual.clone());
         let grads = (y.clone() * w).sum().backward();
         let dbias = if with_bias {
             bias.grad(&grads).expect("bias is tracked").into_data()
@@ -314,15 +335,22 @@ fn fusion_trait_methods_match_burn_ops() {
             bias_dropout_add_forward_launches(),
             bias_dropout_add_backward_launches(),
         );
+        let seed_tensor = || {
+            Some(
+                DropoutSeed::from_u64(seed)
+                    .to_tensor::<Wgpu>(&device)
+                    .into_primitive(),
+            )
+        };
         let y = Wgpu::fused_bias_dropout_add(
             prim(x),
             with_bias.then(|| prim(bias)),
             prim(residual),
             p,
-            seed,
+            seed_tensor(),
         );
         let (dx, dbias) =
-            Wgpu::fused_bias_dropout_add_backward(prim(w.clone()), p, seed, with_bias);
+            Wgpu::fused_bias_dropout_add_backward(prim(w.clone()), p, seed_tensor(), with_bias);
         assert_eq!(dbias.is_some(), with_bias);
         // Reading the results executes the recorded operations.
         let actual = [
@@ -366,4 +394,96 @@ fn fusion_between_element_wise_ops() {
     let err = rel_err(y, expected.into_data());
     println!("fusion [9, 130] between element-wise ops: y {err:.2e}");
     assert!(err <= F32_FORWARD_TOL, "forward error {err:e}");
+}
+
+/// Held by the tests that draw from the backend generator (process-wide), so that no other
+/// draw slips between a `B::seed` and the draws it should determine.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A training step on `Autodiff<B>` with the seed drawn on the device: `[y, dx, d_residual,
+/// dbias]` and the seed, read back only after the step.
+fn device_seed_step<B: BiasDropoutAddKernel, const D: usize>(
+    case: &Case<D>,
+    with_bias: bool,
+    p: f64,
+    device: &B::Device,
+) -> ([TensorData; 4], DropoutSeed) {
+    let seed = dropout_seed::<Autodiff<B>>(device);
+    let kept = seed.clone();
+    let actual = case.autodiff_with::<B>(with_bias, device, |x, b, residual| {
+        bias_dropout_add_device_seed(x, b, residual, p, seed)
+    });
+    (actual, DropoutSeed::from_tensor(kept))
+}
+
+/// Forward and backward through `Autodiff<Wgpu>` (and `Autodiff<Cube>`) with a device seed:
+/// equal to the maths with the host mask of that seed, both kernels launched.
+#[test]
+fn autodiff_device_seed_matches_burn_ops() {
+    let _rng = rng_lock();
+    let device = WgpuDevice::default();
+    for (dims, with_bias, p, inputs) in [
+        ([4usize, 3usize, 256usize], true, 0.1, 71u64),
+        ([2, 5, 1023], false, 0.5, 72),
+    ] {
+        let case = Case::new(dims, inputs);
+        let (forward_before, backward_before) = (
+            bias_dropout_add_forward_launches(),
+            bias_dropout_add_backward_launches(),
+        );
+        let (actual, seed) = device_seed_step::<Wgpu, 3>(&case, with_bias, p, &device);
+        assert!(bias_dropout_add_forward_launches() > forward_before);
+        assert!(bias_dropout_add_backward_launches() > backward_before);
+        let what = format!("autodiff<wgpu> device seed {seed:?} {dims:?} p {p} bias {with_bias}");
+        compare(&what, actual, case.expected(with_bias, p, seed));
+    }
+    let case = Case::new([33, 130], 73);
+    let before = bias_dropout_add_backward_launches();
+    let (actual, seed) = device_seed_step::<Cube, 2>(&case, true, 0.25, &device);
+    assert!(bias_dropout_add_backward_launches() > before);
+    let what = format!("autodiff<cube> device seed {seed:?} [33, 130] p 0.25 bias true");
+    compare(&what, actual, case.expected(true, 0.25, seed));
+}
+
+/// Gradient checkpointing's replay: after `B::seed(device, s)` a step draws the same seed, so
+/// its forward (as recomputed) and its gradients are bitwise those of the first run; a step
+/// without re-seeding draws a fresh seed and drops other elements.
+#[test]
+fn autodiff_device_seed_replays_after_reseeding() {
+    type Ad = Autodiff<Wgpu>;
+    let _rng = rng_lock();
+    let device = WgpuDevice::default();
+    let case = Case::new([6, 257], 80);
+    let p = 0.5;
+    <Ad as Backend>::seed(&device, 1234);
+    let (first, seed_first) = device_seed_step::<Wgpu, 2>(&case, true, p, &device);
+    let (fresh, seed_fresh) = device_seed_step::<Wgpu, 2>(&case, true, p, &device);
+    <Ad as Backend>::seed(&device, 1234);
+    let (replay, seed_replay) = device_seed_step::<Wgpu, 2>(&case, true, p, &device);
+    println!("first {seed_first:?}, fresh {seed_fresh:?}, replay {seed_replay:?}");
+
+    assert_eq!(
+        seed_first, seed_replay,
+        "re-seeding did not replay the seed"
+    );
+    assert_ne!(seed_first, seed_fresh, "two steps drew the same seed");
+    for (name, (a, b)) in ["y", "dx", "d_residual", "dbias"]
+        .iter()
+        .zip(first.clone().into_iter().zip(replay))
+    {
+        let (a, b): (Vec<f32>, Vec<f32>) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+        assert!(a == b, "{name}: the replayed step differs from the first");
+    }
+    let (a, b): (Vec<f32>, Vec<f32>) = (first[1].to_vec().unwrap(), fresh[1].to_vec().unwrap());
+    let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+    assert!(
+        differ > a.len() / 4,
+        "a fresh seed changed only {differ} of {} dx values",
+        a.len()
+    );
+    compare("replayed step", first, case.expected(true, p, seed_first));
 }

@@ -1,7 +1,7 @@
 //! `[kernels]`: routes the ops a recipe switches on to burnacc's fused kernels, for the
 //! concrete backend inside `Acc` of the stack that runs (see `burnacc_backend::routes`).
 
-use crate::recipe::KernelsSection;
+use crate::recipe::{KernelsSection, Mode};
 use crate::stack::Stack;
 use burn::backend::Autodiff;
 use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
@@ -10,7 +10,11 @@ use burn::tensor::TensorMetadata;
 use burn::tensor::ops::FloatTensor;
 use burnacc_amp::optim::{FusedOptimizers, MultiTensorGuard, MultiTensorRoute, route_multi_tensor};
 use burnacc_backend::Acc;
-use burnacc_backend::routes::{RouteGuard, route_layer_norm};
+use burnacc_backend::routes::{
+    RouteGuard, route_bias_dropout_add, route_bias_gelu, route_layer_norm, route_quick_gelu,
+};
+use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, dropout_seed};
+use burnacc_kernels::gelu::GeluKernel;
 use burnacc_kernels::layer_norm::LayerNormKernel;
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
@@ -117,9 +121,36 @@ fn route_acc_optimizer<K: MultiTensorOptim>(which: FusedOptimizers) -> MultiTens
     route_multi_tensor(route, which)
 }
 
+/// `gelu(x + bias)` as `K`'s fused op, for a model on `Acc<K>` (`K`: the autodiff backend,
+/// whose implementation is one graph node with the fused backward).
+fn acc_bias_gelu<K: GeluKernel>(
+    x: FloatTensor<Acc<K>>,
+    bias: FloatTensor<Acc<K>>,
+) -> FloatTensor<Acc<K>> {
+    K::fused_bias_gelu(x, Some(bias))
+}
+
+/// QuickGELU as `K`'s fused op, for a model on `Acc<K>`.
+fn acc_quick_gelu<K: GeluKernel>(x: FloatTensor<Acc<K>>) -> FloatTensor<Acc<K>> {
+    K::fused_quick_gelu(x)
+}
+
+/// `residual + dropout(x + bias, p)` as `K`'s fused op, for a model on `Acc<K>`; the mask's
+/// seed is drawn on the device from its generator, so checkpoint replay, which re-seeds the
+/// generator, redraws the same mask.
+fn acc_bias_dropout_add<K: BiasDropoutAddKernel>(
+    x: FloatTensor<Acc<K>>,
+    bias: FloatTensor<Acc<K>>,
+    residual: FloatTensor<Acc<K>>,
+    p: f64,
+) -> FloatTensor<Acc<K>> {
+    let seed = (p > 0.0).then(|| dropout_seed::<K>(&K::float_device(&x)).into_primitive());
+    K::fused_bias_dropout_add(x, Some(bias), residual, p, seed)
+}
+
 /// The routes a recipe's `[kernels]` holds; each is removed when this is dropped.
 pub struct KernelRoutes {
-    _layer_norm: Vec<RouteGuard>,
+    _ops: Vec<RouteGuard>,
     _optimizer: Option<MultiTensorGuard>,
 }
 
@@ -129,52 +160,85 @@ pub fn route_kernels(
     stack: Stack,
     kernels: &KernelsSection,
 ) -> Result<KernelRoutes, KernelUnavailable> {
-    let optimizer = route_optimizer(stack, kernels)?;
+    if let Some(key) = kernels.enabled().first()
+        && stack.mode() != Mode::Acc
+    {
+        return Err(KernelUnavailable {
+            key: key.trim_start_matches("kernels."),
+            stack,
+            why: "burnacc's kernels run in mode acc",
+        });
+    }
+    let optimizer = route_optimizer(stack, kernels);
+    let mut ops = route_layer_norms(stack, kernels);
+    ops.extend(route_model_ops(stack, kernels));
     Ok(KernelRoutes {
-        _layer_norm: route_layer_norms(stack, kernels)?,
+        _ops: ops,
         _optimizer: optimizer,
     })
 }
 
+/// The model-level fused ops (`bias_gelu`, `quick_gelu`, `bias_dropout_add`) for a model on
+/// `Acc<K>`.
+fn route_acc_model_ops<K>(kernels: &KernelsSection) -> Vec<RouteGuard>
+where
+    K: GeluKernel + BiasDropoutAddKernel,
+{
+    let mut guards = Vec::new();
+    if kernels.bias_gelu {
+        guards.push(route_bias_gelu::<Acc<K>>(acc_bias_gelu::<K>));
+    }
+    if kernels.quick_gelu {
+        guards.push(route_quick_gelu::<Acc<K>>(acc_quick_gelu::<K>));
+    }
+    if kernels.bias_dropout_add {
+        guards.push(route_bias_dropout_add::<Acc<K>>(acc_bias_dropout_add::<K>));
+    }
+    guards
+}
+
+/// `kernels.bias_gelu`, `quick_gelu`, `bias_dropout_add`: routed for the model's backend,
+/// `Acc` over the stack's autodiff backend.
+fn route_model_ops(stack: Stack, kernels: &KernelsSection) -> Vec<RouteGuard> {
+    if !(kernels.bias_gelu || kernels.quick_gelu || kernels.bias_dropout_add) {
+        return Vec::new();
+    }
+    match stack {
+        Stack::CpuAcc => route_acc_model_ops::<Autodiff<Flex, BalancedCheckpointing>>(kernels),
+        Stack::WgpuAcc => route_acc_model_ops::<Autodiff<Wgpu, BalancedCheckpointing>>(kernels),
+        #[cfg(feature = "cuda")]
+        Stack::CudaAcc(_) => {
+            route_acc_model_ops::<Autodiff<burn::backend::Cuda, BalancedCheckpointing>>(kernels)
+        }
+        #[cfg(not(feature = "cuda"))]
+        Stack::CudaAcc(_) => unreachable!("resolve_stack refuses CUDA without the cuda feature"),
+        _ => unreachable!("route_kernels admits acc stacks only"),
+    }
+}
+
 /// `kernels.adam` / `kernels.sgd`: the optimizer runs on `Acc<K>`, `K` being the inner
 /// backend of the stack's autodiff (Flex, or Fusion over CubeCL).
-fn route_optimizer(
-    stack: Stack,
-    kernels: &KernelsSection,
-) -> Result<Option<MultiTensorGuard>, KernelUnavailable> {
+fn route_optimizer(stack: Stack, kernels: &KernelsSection) -> Option<MultiTensorGuard> {
     let which = FusedOptimizers {
         adam: kernels.adam,
         sgd: kernels.sgd,
     };
     if which == FusedOptimizers::default() {
-        return Ok(None);
+        return None;
     }
-    Ok(Some(match stack {
+    Some(match stack {
         Stack::CpuAcc => route_acc_optimizer::<Flex>(which),
         Stack::WgpuAcc => route_acc_optimizer::<Wgpu>(which),
         #[cfg(feature = "cuda")]
         Stack::CudaAcc(_) => route_acc_optimizer::<burn::backend::Cuda>(which),
         #[cfg(not(feature = "cuda"))]
         Stack::CudaAcc(_) => unreachable!("resolve_stack refuses CUDA without the cuda feature"),
-        Stack::CpuEager
-        | Stack::WgpuEager
-        | Stack::WgpuFused
-        | Stack::CudaEager(_)
-        | Stack::CudaFused(_) => {
-            return Err(KernelUnavailable {
-                key: if kernels.adam { "adam" } else { "sgd" },
-                stack,
-                why: "burnacc's kernels run in mode acc",
-            });
-        }
-    }))
+        _ => unreachable!("route_kernels admits acc stacks only"),
+    })
 }
 
 /// `kernels.layer_norm`.
-fn route_layer_norms(
-    stack: Stack,
-    kernels: &KernelsSection,
-) -> Result<Vec<RouteGuard>, KernelUnavailable> {
+fn route_layer_norms(stack: Stack, kernels: &KernelsSection) -> Vec<RouteGuard> {
     let mut guards = Vec::new();
     if kernels.layer_norm {
         // The backend inside `Acc` of each acc stack (see `crate::stack`).
@@ -192,18 +256,8 @@ fn route_layer_norms(
             Stack::CudaAcc(_) => {
                 unreachable!("resolve_stack refuses CUDA without the cuda feature")
             }
-            Stack::CpuEager
-            | Stack::WgpuEager
-            | Stack::WgpuFused
-            | Stack::CudaEager(_)
-            | Stack::CudaFused(_) => {
-                return Err(KernelUnavailable {
-                    key: "layer_norm",
-                    stack,
-                    why: "burnacc's kernels run in mode acc",
-                });
-            }
+            _ => unreachable!("route_kernels admits acc stacks only"),
         });
     }
-    Ok(guards)
+    guards
 }

@@ -201,3 +201,46 @@ fn the_fused_layer_norm_trains_like_burns_layer_norm() {
         );
     }
 }
+
+#[test]
+fn the_fused_feed_forward_ops_train_like_burns_ops() {
+    if !data_present() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    const STEPS: usize = 3;
+    let calls = |name| counters::snapshot().kernel(name);
+    let (gelu_before, add_before) = (calls("fused_bias_gelu"), calls("fused_bias_dropout_add"));
+    // Without dropout the fused ops compute what Burn's do; only rounding differs.
+    let plain = losses(&run(root.path(), STEPS, &["model.dropout=0.0"]));
+    let fused = losses(&run(
+        root.path(),
+        STEPS,
+        &[
+            "model.dropout=0.0",
+            "kernels.bias_gelu=true",
+            "kernels.bias_dropout_add=true",
+        ],
+    ));
+    // MiniLM: 6 layers, each with one GELU expansion and two residual outputs per forward.
+    assert_eq!(calls("fused_bias_gelu") - gelu_before, 6 * STEPS as u64);
+    assert_eq!(
+        calls("fused_bias_dropout_add") - add_before,
+        12 * STEPS as u64
+    );
+    for (step, (a, b)) in fused.iter().zip(&plain).enumerate() {
+        assert!(
+            rel(*a, *b) < 1e-4,
+            "step {}: {a} fused vs {b} Burn's ops\n{fused:?}\n{plain:?}",
+            step + 1
+        );
+    }
+    // With dropout the fused op draws its own masks: training still learns, every loss finite.
+    let dropped = losses(&run(
+        root.path(),
+        STEPS,
+        &["kernels.bias_gelu=true", "kernels.bias_dropout_add=true"],
+    ));
+    assert!(dropped.iter().all(|l| l.is_finite()), "{dropped:?}");
+    assert_ne!(dropped, fused, "dropout 0.1 changed nothing");
+}

@@ -2,6 +2,7 @@
 
 use super::config::BertConfig;
 use super::init::linear;
+use super::layer::residual_layer_norm;
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::Tensor;
@@ -85,8 +86,13 @@ impl<B: Backend> BertSelfOutput<B> {
 
     /// context, residual `[rows, seq, hidden]` → `[rows, seq, hidden]`.
     pub fn forward(&self, context: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
-        let x = self.dropout.forward(self.dense.forward(context));
-        self.layer_norm.forward(x + residual)
+        residual_layer_norm(
+            &self.dense,
+            &self.dropout,
+            &self.layer_norm,
+            context,
+            residual,
+        )
     }
 }
 

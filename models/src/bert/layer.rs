@@ -8,6 +8,8 @@ use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::Tensor;
 use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
 use burn::tensor::backend::Backend;
+use burn::tensor::module::linear as linear_op;
+use burnacc_backend::fused;
 
 /// `act(x)`, elementwise, any shape.
 pub fn hidden_activation<B: Backend, const D: usize>(
@@ -73,14 +75,55 @@ impl<B: Backend> BertLayer<B> {
     /// x `[rows, seq, hidden]`, bias `[rows, 1, seq, seq]` → `[rows, seq, hidden]`.
     pub fn forward(&self, x: Tensor<B, 3>, bias: Tensor<B, 4>) -> Tensor<B, 3> {
         let x = self.attention.forward(x, bias);
-        let expanded = hidden_activation(
-            self.intermediate.act,
-            self.intermediate.dense.forward(x.clone()),
-        );
-        let y = self
-            .output
-            .dropout
-            .forward(self.output.dense.forward(expanded));
-        self.output.layer_norm.forward(y + x)
+        let expanded = self.intermediate.forward(x.clone());
+        self.output.forward(expanded, x)
+    }
+}
+
+impl<B: Backend> BertIntermediate<B> {
+    /// `act(x·W + b)`: `[rows, seq, hidden]` → `[rows, seq, intermediate]`. Where the trainer
+    /// routes fused kernels, the bias and exact GELU run as one fused op after the matmul,
+    /// and QuickGELU as one op.
+    pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        match (self.act, &self.dense.bias) {
+            (HiddenAct::Gelu, Some(b)) if fused::bias_gelu_routed::<B>() => {
+                fused::bias_gelu(linear_op(x, self.dense.weight.val(), None), b.val())
+            }
+            (HiddenAct::QuickGelu, _) => fused::quick_gelu(self.dense.forward(x)),
+            (act, _) => hidden_activation(act, self.dense.forward(x)),
+        }
+    }
+}
+
+impl<B: Backend> BertOutput<B> {
+    /// `LayerNorm(dropout(h·W + b) + residual)`: `h [rows, seq, intermediate]`, `residual
+    /// [rows, seq, hidden]` → `[rows, seq, hidden]`. Where the trainer routes it, bias,
+    /// dropout and the residual add run as one fused op after the matmul.
+    pub fn forward(&self, h: Tensor<B, 3>, residual: Tensor<B, 3>) -> Tensor<B, 3> {
+        residual_layer_norm(&self.dense, &self.dropout, &self.layer_norm, h, residual)
+    }
+}
+
+/// `norm(dropout(dense(h)) + residual)`, Hugging Face's `BertSelfOutput` and `BertOutput`:
+/// bias, dropout and residual add as one fused op where routed
+/// ([`fused::bias_dropout_add`]), else `nn::Linear`, `nn::Dropout` and an add.
+pub(crate) fn residual_layer_norm<B: Backend>(
+    dense: &Linear<B>,
+    dropout: &Dropout,
+    norm: &LayerNorm<B>,
+    h: Tensor<B, 3>,
+    residual: Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    match &dense.bias {
+        Some(bias) if fused::bias_dropout_add_routed::<B>() => {
+            let projected = linear_op(h, dense.weight.val(), None);
+            norm.forward(fused::bias_dropout_add(
+                projected,
+                bias.val(),
+                residual,
+                dropout.prob,
+            ))
+        }
+        _ => norm.forward(dropout.forward(dense.forward(h)) + residual),
     }
 }

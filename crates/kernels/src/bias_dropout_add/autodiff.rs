@@ -2,8 +2,10 @@
 //! fused kernel once and records one graph node whose backward runs the inner fused backward,
 //! instead of the nodes of `add`, `dropout` (with its saved mask) and `add`.
 //!
-//! The node's state is only `p` and the seed: the backward regenerates the mask, and none of
-//! the gradients depends on `x`, `bias` or `residual`, so no tensor is kept for the backward.
+//! The node's state is only `p` and the seed tensor (`[2]`, on the device; absent at `p = 0`):
+//! the backward regenerates the mask from it, and none of the gradients depends on `x`, `bias`
+//! or `residual`, so no activation is kept for the backward. The seed is an Int tensor, which
+//! autodiff does not track: `IntTensor<Autodiff<B>>` is `IntTensor<B>`.
 
 use burn::backend::Autodiff;
 use burn::backend::autodiff::NodeId;
@@ -12,7 +14,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor};
 
 use super::BiasDropoutAddKernel;
 
@@ -22,7 +24,7 @@ use super::BiasDropoutAddKernel;
 struct FusedBiasDropoutAddBackward;
 
 /// The dropout parameters `(p, seed)` the backward regenerates the mask from.
-type State = (f64, u64);
+type State<B> = (f64, Option<IntTensor<B>>);
 
 /// Registers the gradients of the parents that require one: `dy` for the residual, the fused
 /// backward's `dx` and `dbias` for `x` and the bias. Skips the kernel when only the residual
@@ -30,7 +32,7 @@ type State = (f64, u64);
 fn register_grads<B: BiasDropoutAddKernel>(
     grad_out: FloatTensor<B>,
     [x, residual, bias]: [Option<NodeId>; 3],
-    (p, seed): State,
+    (p, seed): State<B>,
     grads: &mut Gradients,
 ) {
     if x.is_some() || bias.is_some() {
@@ -49,9 +51,9 @@ fn register_grads<B: BiasDropoutAddKernel>(
 }
 
 impl<B: BiasDropoutAddKernel> Backward<B, 3> for FusedBiasDropoutAddBackward {
-    type State = State;
+    type State = State<B>;
 
-    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+    fn backward(self, ops: Ops<State<B>, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let grad_out = grads.consume::<B>(&ops.node);
         let parents = ops.parents.map(|node| node.map(|node| node.id));
         register_grads::<B>(grad_out, parents, ops.state, grads);
@@ -59,9 +61,9 @@ impl<B: BiasDropoutAddKernel> Backward<B, 3> for FusedBiasDropoutAddBackward {
 }
 
 impl<B: BiasDropoutAddKernel> Backward<B, 2> for FusedBiasDropoutAddBackward {
-    type State = State;
+    type State = State<B>;
 
-    fn backward(self, ops: Ops<State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+    fn backward(self, ops: Ops<State<B>, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
         let grad_out = grads.consume::<B>(&ops.node);
         let [x, residual] = ops.parents.map(|node| node.map(|node| node.id));
         register_grads::<B>(grad_out, [x, residual, None], ops.state, grads);
@@ -90,8 +92,9 @@ impl<B: BiasDropoutAddKernel, C: CheckpointStrategy> BiasDropoutAddKernel for Au
         bias: Option<FloatTensor<Self>>,
         residual: FloatTensor<Self>,
         p: f64,
-        seed: u64,
+        seed: Option<IntTensor<Self>>,
     ) -> FloatTensor<Self> {
+        // The node keeps a handle on the seed tensor (a clone shares the buffer).
         match bias {
             Some(bias) => {
                 let nodes = [x.node.clone(), residual.node.clone(), bias.node.clone()];
@@ -100,13 +103,19 @@ impl<B: BiasDropoutAddKernel, C: CheckpointStrategy> BiasDropoutAddKernel for Au
                     Some(bias.primitive),
                     residual.primitive,
                     p,
-                    seed,
+                    seed.clone(),
                 );
                 finish_node!(3, nodes, y, p, seed)
             }
             None => {
                 let nodes = [x.node.clone(), residual.node.clone()];
-                let y = B::fused_bias_dropout_add(x.primitive, None, residual.primitive, p, seed);
+                let y = B::fused_bias_dropout_add(
+                    x.primitive,
+                    None,
+                    residual.primitive,
+                    p,
+                    seed.clone(),
+                );
                 finish_node!(2, nodes, y, p, seed)
             }
         }
@@ -117,7 +126,7 @@ impl<B: BiasDropoutAddKernel, C: CheckpointStrategy> BiasDropoutAddKernel for Au
     fn fused_bias_dropout_add_backward(
         grad_out: FloatTensor<Self>,
         p: f64,
-        seed: u64,
+        seed: Option<IntTensor<Self>>,
         with_bias: bool,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
         let (dx, dbias) =

@@ -23,7 +23,7 @@ where
         bias: Option<CubeTensor<R>>,
         residual: CubeTensor<R>,
         p: f64,
-        seed: u64,
+        seed: Option<CubeTensor<R>>,
     ) -> CubeTensor<R> {
         bias_dropout_add_forward_cube(x, bias, residual, p, seed)
     }
@@ -31,7 +31,7 @@ where
     fn fused_bias_dropout_add_backward(
         grad_out: CubeTensor<R>,
         p: f64,
-        seed: u64,
+        seed: Option<CubeTensor<R>>,
         with_bias: bool,
     ) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
         bias_dropout_add_backward_cube(grad_out, p, seed, with_bias)

@@ -1,10 +1,24 @@
 //! Plumbing of the reference (default) path of [`super::BiasDropoutAddKernel`]: primitives in
-//! and out, and half-precision storage widened to f32 so that the reference computes in f32
-//! like the kernels do.
+//! and out, the seed tensor read back to the host, and half-precision storage widened to f32
+//! so that the reference computes in f32 like the kernels do.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::FloatTensor;
-use burn::tensor::{DType, Shape, Tensor, TensorMetadata, TensorPrimitive};
+use burn::tensor::ops::{FloatTensor, IntTensor};
+use burn::tensor::{DType, Int, Shape, Tensor, TensorMetadata, TensorPrimitive};
+
+use super::seed::DropoutSeed;
+
+/// The host value of the seed tensor, for the host mask. Reads it back (a synchronisation):
+/// only the CPU backends take the reference path, where that costs nothing. At `p = 0` nothing
+/// is read (there is no mask) and the seed may be absent; without one at `p > 0`, panics.
+pub(super) fn read_seed<B: Backend>(seed: Option<IntTensor<B>>, p: f64) -> DropoutSeed {
+    if p == 0.0 {
+        return DropoutSeed::default();
+    }
+    let seed = seed
+        .unwrap_or_else(|| panic!("bias_dropout_add: dropout with p = {p} needs a seed tensor"));
+    DropoutSeed::from_tensor(Tensor::<B, 1, Int>::from_primitive(seed))
+}
 
 /// The dtype the reference path computes in: f32 for half-precision storage, else the input's.
 fn accumulation_dtype(dtype: DType) -> DType {

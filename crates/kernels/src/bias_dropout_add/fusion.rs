@@ -6,8 +6,10 @@
 //! recorded before it are flushed as their own fused kernels and those after it start a new
 //! fusion. Like every fusion op it runs lazily, when a result is read or the stream is flushed.
 //!
-//! `p` and the seed travel in the recorded operation, not in its IR (which only lists
-//! tensors). Output shapes and dtypes are declared when the operation is recorded: `y` and
+//! The seed tensor is one of the operation's inputs, so fusion orders the operation after
+//! whatever produces it (e.g. the device draw of [`super::dropout_seed`]) and nothing is read
+//! back. `p` and the presence of a bias and of a seed travel in the recorded operation, not in
+//! its IR (which only lists tensors). Output shapes and dtypes are declared when the operation is recorded: `y` and
 //! `dx` take the shape and dtype of their input, `dbias` is `[width]` in that dtype. The inner
 //! results are checked against these declarations, since a mismatch would silently corrupt
 //! what fusion believes of the tensors.
@@ -15,23 +17,34 @@
 use core::marker::PhantomData;
 
 use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{DType, Shape, TensorMetadata};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 
 use super::BiasDropoutAddKernel;
 
-/// Custom op id of the forward; inputs `[x, residual]` or `[x, residual, bias]`, output `[y]`.
+/// Custom op id of the forward; inputs `[x, residual]`, then `bias` if any, then the seed if
+/// any; output `[y]`.
 const FORWARD_ID: &str = "burnacc_bias_dropout_add_forward";
-/// Custom op id of the backward; input `[grad_out]`, outputs `[dx]` or `[dx, dbias]`.
+/// Custom op id of the backward; inputs `[grad_out]`, then the seed if any; outputs `[dx]` or
+/// `[dx, dbias]`.
 const BACKWARD_ID: &str = "burnacc_bias_dropout_add_backward";
 
-/// Which method of the inner backend the recorded operation runs, with its parameters.
+/// Which method of the inner backend the recorded operation runs, with its parameters and
+/// which optional inputs were recorded.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    Forward { p: f64, seed: u64 },
-    Backward { p: f64, seed: u64 },
+    Forward {
+        p: f64,
+        has_bias: bool,
+        has_seed: bool,
+    },
+    Backward {
+        p: f64,
+        has_seed: bool,
+        with_bias: bool,
+    },
 }
 
 /// One recorded call on the inner backend `B`.
@@ -47,23 +60,28 @@ impl<B: FusionBackend + BiasDropoutAddKernel> Operation<B::FusionRuntime> for Bi
         &self,
         handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>,
     ) {
-        let inputs: Vec<FloatTensor<B>> = self
-            .desc
-            .inputs
-            .iter()
-            .map(|ir| handles.get_float_tensor::<B>(ir))
-            .collect();
-        let mut inputs = inputs.into_iter();
+        let mut inputs = self.desc.inputs.iter();
         let mut next = || inputs.next().expect("inputs as recorded");
         let outputs: Vec<FloatTensor<B>> = match self.kind {
-            Kind::Forward { p, seed } => {
-                let (x, residual) = (next(), next());
-                let bias = (self.desc.inputs.len() == 3).then(next);
+            Kind::Forward {
+                p,
+                has_bias,
+                has_seed,
+            } => {
+                let x = handles.get_float_tensor::<B>(next());
+                let residual = handles.get_float_tensor::<B>(next());
+                let bias = has_bias.then(|| handles.get_float_tensor::<B>(next()));
+                let seed = has_seed.then(|| handles.get_int_tensor::<B>(next()));
                 vec![B::fused_bias_dropout_add(x, bias, residual, p, seed)]
             }
-            Kind::Backward { p, seed } => {
-                let with_bias = self.desc.outputs.len() == 2;
-                let (dx, dbias) = B::fused_bias_dropout_add_backward(next(), p, seed, with_bias);
+            Kind::Backward {
+                p,
+                has_seed,
+                with_bias,
+            } => {
+                let grad_out = handles.get_float_tensor::<B>(next());
+                let seed = has_seed.then(|| handles.get_int_tensor::<B>(next()));
+                let (dx, dbias) = B::fused_bias_dropout_add_backward(grad_out, p, seed, with_bias);
                 core::iter::once(dx).chain(dbias).collect()
             }
         };
@@ -83,8 +101,9 @@ impl<B: FusionBackend + BiasDropoutAddKernel> Operation<B::FusionRuntime> for Bi
     }
 }
 
-/// Records `kind` with `inputs` (in the order its `execute` reads them) and outputs of the
-/// given shapes and dtypes, and returns the (lazy) output tensors.
+/// Records `kind` with `inputs` (in the order its `execute` reads them; float and int
+/// primitives are the same type under fusion) and outputs of the given shapes and dtypes, and
+/// returns the (lazy) output tensors.
 fn record<B: FusionBackend + BiasDropoutAddKernel>(
     id: &'static str,
     kind: Kind,
@@ -116,11 +135,16 @@ impl<B: FusionBackend + BiasDropoutAddKernel> BiasDropoutAddKernel for Fusion<B>
         bias: Option<FloatTensor<Self>>,
         residual: FloatTensor<Self>,
         p: f64,
-        seed: u64,
+        seed: Option<IntTensor<Self>>,
     ) -> FloatTensor<Self> {
+        let kind = Kind::Forward {
+            p,
+            has_bias: bias.is_some(),
+            has_seed: seed.is_some(),
+        };
         let outputs = vec![(x.shape.clone(), x.dtype)];
-        let inputs = [x, residual].into_iter().chain(bias).collect();
-        let [y] = record::<B>(FORWARD_ID, Kind::Forward { p, seed }, inputs, outputs)
+        let inputs = [x, residual].into_iter().chain(bias).chain(seed).collect();
+        let [y] = record::<B>(FORWARD_ID, kind, inputs, outputs)
             .try_into()
             .expect("one output");
         y
@@ -130,22 +154,22 @@ impl<B: FusionBackend + BiasDropoutAddKernel> BiasDropoutAddKernel for Fusion<B>
     fn fused_bias_dropout_add_backward(
         grad_out: FloatTensor<Self>,
         p: f64,
-        seed: u64,
+        seed: Option<IntTensor<Self>>,
         with_bias: bool,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
+        let kind = Kind::Backward {
+            p,
+            has_seed: seed.is_some(),
+            with_bias,
+        };
         let (shape, dtype) = (grad_out.shape.clone(), grad_out.dtype);
         let width = shape[shape.num_dims() - 1];
         let mut outputs = vec![(shape, dtype)];
         if with_bias {
             outputs.push((Shape::new([width]), dtype));
         }
-        let mut outputs = record::<B>(
-            BACKWARD_ID,
-            Kind::Backward { p, seed },
-            vec![grad_out],
-            outputs,
-        )
-        .into_iter();
+        let inputs = core::iter::once(grad_out).chain(seed).collect();
+        let mut outputs = record::<B>(BACKWARD_ID, kind, inputs, outputs).into_iter();
         let dx = outputs.next().expect("dx is declared");
         (dx, outputs.next())
     }

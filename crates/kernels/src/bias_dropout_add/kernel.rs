@@ -9,10 +9,17 @@
 //! from the seed by [`keep`], the device twin of the host hash in `mask.rs`, so no mask is
 //! stored between the forward and the backward.
 //!
+//! The seed is an input tensor `[2]` of the backend's int element `I` (two words in
+//! `[0, 2³¹)`, see `seed.rs`), read by every unit: it may have been drawn on the device by the
+//! backend's generator, and nothing is read back to the host. Each unit folds the two words
+//! into the hash state [`dropout_key`] (two hash blocks, negligible next to its memory
+//! traffic).
+//!
 //! Every kernel reads contiguous tensors flattened to `[rows, width]` by linear index, is
 //! generic over the storage float `F` (f32, f16, bf16, ...) and computes in f32. The launcher
 //! selects variants with comptime flags: `has_bias` (a bias is read), `dropout` (`p > 0`: the
-//! mask is evaluated; `p = 0` is the inference form, with no hashing at all) and `write_dx`.
+//! seed is read and the mask evaluated; `p = 0` is the inference form, with no hashing at all)
+//! and `write_dx`.
 
 use burn::cubecl;
 use cubecl::prelude::*;
@@ -31,8 +38,19 @@ fn murmur3_block(h: u32, k: u32) -> u32 {
     h * 5u32 + 0xe6546b64u32
 }
 
-/// Whether element `index` is kept: MurmurHash3_x86_32 of `seed_lo ‖ seed_hi ‖ index`,
-/// resumed from `key` (the state after the two seed blocks, folded on the host), compared
+/// The hash state after the two seed blocks `word₀ ‖ word₁`, read from the seed tensor
+/// (`[2]`, int element `I`, values in `[0, 2³¹)`, hence exact as u32). Mirrors
+/// `mask::dropout_key`.
+#[cube]
+pub(crate) fn dropout_key<I: Int>(seed: &Tensor<I>) -> u32 {
+    murmur3_block(
+        murmur3_block(0u32, u32::cast_from(seed[0])),
+        u32::cast_from(seed[1]),
+    )
+}
+
+/// Whether element `index` is kept: MurmurHash3_x86_32 of `word₀ ‖ word₁ ‖ index`,
+/// resumed from `key` (the state after the two seed blocks, [`dropout_key`]), compared
 /// with `threshold = ⌊p · 2³²⌋`. Mirrors `mask::dropout_hash` step by step.
 #[cube]
 pub(crate) fn keep(key: u32, index: u32, threshold: u32) -> bool {
@@ -51,24 +69,25 @@ pub(crate) fn keep(key: u32, index: u32, threshold: u32) -> bool {
 /// - `x`, `residual`, `y`: contiguous `[rows, width]`, storage `F`;
 /// - `bias`: contiguous `[width]`, storage `F`; not read unless `has_bias` (the launcher then
 ///   passes any tensor of the right dtype);
-/// - `key`, `threshold`: the mask (see [`keep`]), unused unless `dropout`;
+/// - `seed`: the seed tensor `[2]` (int element `I`), not read unless `dropout`;
+/// - `threshold`: the mask's threshold (see [`keep`]), unused unless `dropout`;
 /// - `scale`: `1 / (1 − p)`, rounded to f32 from f64.
 ///
 /// A dropped element stores `residual` exactly (the masked value is replaced, not multiplied
 /// by zero).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bias_dropout_add_forward_kernel<F: Float>(
+pub(crate) fn bias_dropout_add_forward_kernel<F: Float, I: Int>(
     x: &Tensor<F>,
     bias: &Tensor<F>,
     residual: &Tensor<F>,
     y: &mut Tensor<F>,
-    key: u32,
+    seed: &Tensor<I>,
     threshold: u32,
     scale: f32,
     #[comptime] has_bias: bool,
     #[comptime] dropout: bool,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let pos = ABSOLUTE_POS;
     if pos >= y.len() {
@@ -79,7 +98,7 @@ pub(crate) fn bias_dropout_add_forward_kernel<F: Float>(
         v += f32::cast_from(bias[pos % x.shape(1)]);
     }
     if dropout {
-        if keep(key, pos as u32, threshold) {
+        if keep(dropout_key::<I>(seed), pos as u32, threshold) {
             v *= scale;
         } else {
             v = f32::new(0.0);
@@ -90,23 +109,23 @@ pub(crate) fn bias_dropout_add_forward_kernel<F: Float>(
 
 /// Backward without a bias, one unit per element: `dx = keep · dy · scale`.
 ///
-/// `grad_out`, `dx`: contiguous `[rows, width]`, storage `F`; `key`, `threshold`, `scale` as
+/// `grad_out`, `dx`: contiguous `[rows, width]`, storage `F`; `seed`, `threshold`, `scale` as
 /// in the forward (the launcher only runs it for `p > 0`: at `p = 0`, `dx = dy`).
 #[cube(launch)]
-pub(crate) fn bias_dropout_add_backward_dx_kernel<F: Float>(
+pub(crate) fn bias_dropout_add_backward_dx_kernel<F: Float, I: Int>(
     grad_out: &Tensor<F>,
     dx: &mut Tensor<F>,
-    key: u32,
+    seed: &Tensor<I>,
     threshold: u32,
     scale: f32,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let pos = ABSOLUTE_POS;
     if pos >= dx.len() {
         terminate!();
     }
     let mut g = f32::new(0.0);
-    if keep(key, pos as u32, threshold) {
+    if keep(dropout_key::<I>(seed), pos as u32, threshold) {
         g = f32::cast_from(grad_out[pos]) * scale;
     }
     dx[pos] = F::cast_from(g);
@@ -116,7 +135,8 @@ pub(crate) fn bias_dropout_add_backward_dx_kernel<F: Float>(
 /// one pass over `dy`.
 ///
 /// Unit `(cube x, unit x)` owns one column; cube `y` owns rows
-/// `[y · rows_per_block, (y + 1) · rows_per_block)`. For each of its rows the unit computes
+/// `[y · rows_per_block, (y + 1) · rows_per_block)`; `seed` (read only when `dropout`),
+/// `threshold`, `scale` as in the forward. For each of its rows the unit computes
 /// `dx = keep · dy · scale` in f32, stores it (when `write_dx`; at `p = 0` the launcher returns
 /// `dy` itself as `dx` and only the sums are needed) and accumulates it, then writes
 /// `dbias_part[y, c] = Σ_rows dx` (f32 `[blocks, width]`). Neighbouring units read neighbouring
@@ -125,17 +145,17 @@ pub(crate) fn bias_dropout_add_backward_dx_kernel<F: Float>(
 /// its rounding to `F`.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bias_dropout_add_backward_columns_kernel<F: Float>(
+pub(crate) fn bias_dropout_add_backward_columns_kernel<F: Float, I: Int>(
     grad_out: &Tensor<F>,
     dx: &mut Tensor<F>,
     dbias_part: &mut Tensor<f32>,
     rows_per_block: usize,
-    key: u32,
+    seed: &Tensor<I>,
     threshold: u32,
     scale: f32,
     #[comptime] dropout: bool,
     #[comptime] write_dx: bool,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let col = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) as usize;
     let block = CUBE_POS_Y as usize;
@@ -149,6 +169,12 @@ pub(crate) fn bias_dropout_add_backward_columns_kernel<F: Float>(
     let mut last = first + rows_per_block;
     if last > rows {
         last = rows;
+    }
+
+    // The seed's hash state, once per unit (0 when unused: `keep` is not evaluated then).
+    let mut key = 0u32;
+    if dropout {
+        key = dropout_key::<I>(seed);
     }
 
     let mut acc = f32::new(0.0);

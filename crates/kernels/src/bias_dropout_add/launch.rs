@@ -1,5 +1,8 @@
 //! Host side of the fused bias + dropout + residual add: shape checks, output allocation and
 //! kernel launches on Burn's CubeCL tensor primitive ([`CubeTensor`]).
+//!
+//! The dropout seed is a device tensor (`[2]`, an int dtype, see `seed.rs`) bound as a kernel
+//! input: the launchers never read it, so a seed drawn on the device stays there.
 
 use burn::cubecl::{CubeCount, CubeDim, calculate_cube_count_elemwise};
 use burn::tensor::{DType, Shape};
@@ -14,9 +17,8 @@ use super::kernel::{
     bias_dropout_add_backward_columns_kernel, bias_dropout_add_backward_dbias_kernel,
     bias_dropout_add_backward_dx_kernel, bias_dropout_add_forward_kernel,
 };
-use super::mask::{
-    check_mask_len, check_probability, dropout_key, dropout_scale, dropout_threshold,
-};
+use super::mask::{check_mask_len, check_probability, dropout_scale, dropout_threshold};
+use super::seed::SEED_WORDS;
 
 /// Units per cube of the element-wise kernels.
 const ELEMENT_CUBE: u32 = 256;
@@ -43,17 +45,51 @@ fn as_rows<R: CubeRuntime>(tensor: CubeTensor<R>, rows: usize, width: usize) -> 
     reshape(into_contiguous(tensor), Shape::new([rows, width]))
 }
 
-/// The mask parameters of the kernels: `(key, threshold, scale)`, the scale rounded from f64.
-fn mask_args(p: f64, seed: u64) -> (u32, u32, f32) {
-    (
-        dropout_key(seed),
-        dropout_threshold(p),
-        dropout_scale(p) as f32,
-    )
+/// The mask parameters of the kernels: `(threshold, scale)`, the scale rounded from f64.
+fn mask_args(p: f64) -> (u32, f32) {
+    (dropout_threshold(p), dropout_scale(p) as f32)
+}
+
+/// The seed argument of the kernels: `seed` checked (`[2]`, an integer dtype) and made
+/// contiguous; without one (allowed only at `p = 0`, where the kernels never read it) a
+/// 1-element i32 placeholder, allocated but never written nor read.
+fn seed_arg<R: CubeRuntime>(
+    seed: Option<CubeTensor<R>>,
+    p: f64,
+    client: &burn_cubecl::cubecl::client::ComputeClient<R>,
+    device: &R::Device,
+) -> CubeTensor<R> {
+    let Some(seed) = seed else {
+        assert!(
+            p == 0.0,
+            "bias_dropout_add: dropout with p = {p} needs a seed tensor"
+        );
+        return empty_device_contiguous_dtype(
+            client.clone(),
+            device.clone(),
+            Shape::new([1]),
+            DType::I32,
+        );
+    };
+    assert_eq!(
+        seed.meta.shape().as_slice(),
+        &[SEED_WORDS],
+        "bias_dropout_add: the dropout seed must have shape [{SEED_WORDS}]"
+    );
+    assert!(
+        matches!(
+            seed.dtype,
+            DType::I32 | DType::I64 | DType::U32 | DType::U64
+        ),
+        "bias_dropout_add: the dropout seed must be a 32- or 64-bit integer tensor, got {:?}",
+        seed.dtype
+    );
+    into_contiguous(seed)
 }
 
 /// Fused forward: `y = residual + dropout(x + bias, p)`, inverted dropout with the mask of
-/// `seed` (see `mask.rs`).
+/// `seed` (see `mask.rs`), a device tensor `[2]` of the backend's int dtype that the kernel
+/// reads (`None` only at `p = 0`; panics otherwise).
 ///
 /// - `x`, `residual`: `[..., width]`, same shape and dtype (f32, f16, bf16, as the device
 ///   supports); panics otherwise;
@@ -68,7 +104,7 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
     bias: Option<CubeTensor<R>>,
     residual: CubeTensor<R>,
     p: f64,
-    seed: u64,
+    seed: Option<CubeTensor<R>>,
 ) -> CubeTensor<R> {
     check_probability(p);
     let shape = x.meta.shape().clone();
@@ -100,6 +136,7 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
     let x = as_rows(x, rows, width);
     let residual = as_rows(residual, rows, width);
     let (client, device) = (x.client.clone(), x.device.clone());
+    let seed = seed_arg(seed, p, &client, &device);
     let y = empty_device_contiguous_dtype(client.clone(), device, Shape::new([rows, width]), dtype);
     if num_elements == 0 {
         return reshape(y, shape);
@@ -108,7 +145,8 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
     let has_bias = bias.is_some();
     // Without a bias the kernel never reads its bias argument; `x` stands in (read-only).
     let bias = bias.map_or_else(|| x.clone(), into_contiguous);
-    let (key, threshold, scale) = mask_args(p, seed);
+    let (threshold, scale) = mask_args(p);
+    let seed_dtype = seed.dtype;
     let cube_dim = CubeDim::new_1d(ELEMENT_CUBE);
     bias_dropout_add_forward_kernel::launch::<R>(
         &client,
@@ -118,20 +156,21 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
         bias.into_tensor_arg(),
         residual.into_tensor_arg(),
         y.clone().into_tensor_arg(),
-        key,
+        seed.into_tensor_arg(),
         threshold,
         scale,
         has_bias,
         p > 0.0,
-        dtype.into(),
+        [dtype.into(), seed_dtype.into()],
     );
     count_forward_launch();
 
     reshape(y, shape)
 }
 
-/// Fused backward of [`bias_dropout_add_forward_cube`] with the same `p` and `seed`, from the
-/// upstream gradient `grad_out: [..., width]`:
+/// Fused backward of [`bias_dropout_add_forward_cube`] with the same `p` and `seed` (the same
+/// seed tensor, or one holding the same values), from the upstream gradient
+/// `grad_out: [..., width]`:
 ///
 /// - `dx = grad_out · mask / (1 − p)`, shaped like `grad_out`, the mask regenerated from the
 ///   seed (nothing was saved by the forward);
@@ -146,7 +185,7 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
 pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
     grad_out: CubeTensor<R>,
     p: f64,
-    seed: u64,
+    seed: Option<CubeTensor<R>>,
     with_bias: bool,
 ) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
     check_probability(p);
@@ -162,14 +201,16 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
     let alloc = |shape: Shape, dtype: DType| {
         empty_device_contiguous_dtype(client.clone(), device.clone(), shape, dtype)
     };
+    if !with_bias && !dropout {
+        return (reshape(grad_out, shape), None);
+    }
+    let seed = seed_arg(seed, p, &client, &device);
+    let seed_dtype = seed.dtype;
 
     if !with_bias {
-        if !dropout {
-            return (reshape(grad_out, shape), None);
-        }
         let dx = alloc(Shape::new([rows, width]), dtype);
         if num_elements > 0 {
-            let (key, threshold, scale) = mask_args(p, seed);
+            let (threshold, scale) = mask_args(p);
             let cube_dim = CubeDim::new_1d(ELEMENT_CUBE);
             bias_dropout_add_backward_dx_kernel::launch::<R>(
                 &client,
@@ -177,10 +218,10 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
                 cube_dim,
                 grad_out.into_tensor_arg(),
                 dx.clone().into_tensor_arg(),
-                key,
+                seed.into_tensor_arg(),
                 threshold,
                 scale,
-                dtype.into(),
+                [dtype.into(), seed_dtype.into()],
             );
             count_backward_launch();
         }
@@ -206,7 +247,7 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
     let blocks = rows.div_ceil(rows_per_block);
     let dbias_part = alloc(Shape::new([blocks, width]), DType::F32);
 
-    let (key, threshold, scale) = mask_args(p, seed);
+    let (threshold, scale) = mask_args(p);
     bias_dropout_add_backward_columns_kernel::launch::<R>(
         &client,
         CubeCount::new_2d(width.div_ceil(COLUMN_CUBE as usize) as u32, blocks as u32),
@@ -215,12 +256,12 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
         dx.clone().into_tensor_arg(),
         dbias_part.clone().into_tensor_arg(),
         rows_per_block,
-        key,
+        seed.into_tensor_arg(),
         threshold,
         scale,
         dropout,
         dropout,
-        dtype.into(),
+        [dtype.into(), seed_dtype.into()],
     );
 
     let final_dim = CubeDim::new_1d(COLUMN_CUBE);

@@ -7,22 +7,27 @@
 //! Rust, WGSL, CUDA C++ and every other CubeCL target.
 //!
 //! The hash is MurmurHash3_x86_32 (Austin Appleby, public domain, `MurmurHash3.cpp` of
-//! SMHasher) with murmur seed 0 over the 12-byte message `seed_lo ‖ seed_hi ‖ index`, each a
-//! little-endian u32 (`seed_lo`, `seed_hi` the low and high halves of the 64-bit dropout seed,
-//! `index` the element's row-major linear index in `[..., width]`). The two seed blocks do not
-//! depend on the element, so they are folded once on the host into a 32-bit `key`
-//! ([`dropout_key`]); per element the kernels then mix one block and finalize.
+//! SMHasher) with murmur seed 0 over the 12-byte message `word₀ ‖ word₁ ‖ index`, each a
+//! little-endian u32 (`word₀`, `word₁` the two 31-bit words of the [`DropoutSeed`], `index`
+//! the element's row-major linear index in `[..., width]`). The two seed blocks do not depend
+//! on the element: their state is the `key` ([`dropout_key`]), which the kernels fold from the
+//! seed tensor they read; per element they then mix one block and finalize.
 //!
 //! An element is kept when `hash ≥ threshold`, `threshold = ⌊p · 2³²⌋`
 //! ([`dropout_threshold`]), i.e. with probability `1 − threshold / 2³² ≈ 1 − p`.
+//!
+//! The host functions take any `impl Into<DropoutSeed>`: a [`DropoutSeed`] (e.g. read back
+//! from a device seed tensor with [`DropoutSeed::from_tensor`]) or a host `u64`.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 
+use super::seed::DropoutSeed;
+
 const C1: u32 = 0xcc9e_2d51;
 const C2: u32 = 0x1b87_3593;
 
-/// Message length in bytes of the per-element hash: `seed_lo`, `seed_hi`, `index`.
+/// Message length in bytes of the per-element hash: `word₀`, `word₁`, `index`.
 pub(crate) const MESSAGE_BYTES: u32 = 12;
 
 /// Largest element count the mask can index: the element index is a u32.
@@ -54,14 +59,15 @@ pub fn murmur3_x86_32(seed: u32, words: &[u32]) -> u32 {
     murmur3_fmix32(h ^ (4 * words.len() as u32))
 }
 
-/// The per-seed part of the hash: the MurmurHash3 state after the blocks `seed_lo`, `seed_hi`.
-/// The kernels receive it as a scalar argument.
-pub fn dropout_key(seed: u64) -> u32 {
-    murmur3_block(murmur3_block(0, seed as u32), (seed >> 32) as u32)
+/// The per-seed part of the hash: the MurmurHash3 state after the blocks `word₀`, `word₁`.
+/// The kernels compute the same from the seed tensor (`kernel::dropout_key`).
+pub fn dropout_key(seed: impl Into<DropoutSeed>) -> u32 {
+    let [w0, w1] = seed.into().words();
+    murmur3_block(murmur3_block(0, w0), w1)
 }
 
 /// The uniform 32-bit draw of element `index`: MurmurHash3_x86_32 of
-/// `seed_lo ‖ seed_hi ‖ index`, from the [`dropout_key`] of the seed.
+/// `word₀ ‖ word₁ ‖ index`, from the [`dropout_key`] of the seed.
 pub fn dropout_hash(key: u32, index: u32) -> u32 {
     murmur3_fmix32(murmur3_block(key, index) ^ MESSAGE_BYTES)
 }
@@ -96,13 +102,13 @@ pub(crate) fn check_mask_len(num_elements: usize) {
 }
 
 /// Whether element `index` is kept, for drop probability `p` and dropout seed `seed`.
-pub fn dropout_keep(seed: u64, p: f64, index: u32) -> bool {
+pub fn dropout_keep(seed: impl Into<DropoutSeed>, p: f64, index: u32) -> bool {
     dropout_hash(dropout_key(seed), index) >= dropout_threshold(p)
 }
 
 /// The keep-mask of a tensor of shape `dims` (row-major linear indices), exactly as the
 /// kernels compute it: `true` = kept (and scaled by `1 / (1 − p)`), `false` = dropped.
-pub fn dropout_keep_mask(seed: u64, p: f64, dims: &[usize]) -> Vec<bool> {
+pub fn dropout_keep_mask(seed: impl Into<DropoutSeed>, p: f64, dims: &[usize]) -> Vec<bool> {
     let num_elements: usize = dims.iter().product();
     check_mask_len(num_elements);
     let (key, threshold) = (dropout_key(seed), dropout_threshold(p));
@@ -113,7 +119,7 @@ pub fn dropout_keep_mask(seed: u64, p: f64, dims: &[usize]) -> Vec<bool> {
 
 /// [`dropout_keep_mask`] as a Bool tensor of shape `dims` on `device`.
 pub fn dropout_keep_mask_tensor<B: Backend, const D: usize>(
-    seed: u64,
+    seed: impl Into<DropoutSeed>,
     p: f64,
     dims: [usize; D],
     device: &B::Device,

@@ -3,13 +3,16 @@
 //!
 //! The keep-mask comes from the host ([`dropout_keep_mask_tensor`]), bit-identical to the one
 //! the kernels regenerate on the device, so the reference and the fused path drop the same
-//! elements. Everything is computed in the dtype of the inputs (run it on `NdArray<f64>` for
+//! elements. The seed is a host value (a [`DropoutSeed`] or a `u64`); a device seed tensor is
+//! read back first ([`DropoutSeed::from_tensor`], a synchronisation: this path is for tests
+//! and the CPU backends). Everything is computed in the dtype of the inputs (run it on `NdArray<f64>` for
 //! an f64 reference); the fused kernels instead accumulate in f32 whatever the storage dtype.
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
 use super::mask::{check_probability, dropout_keep_mask_tensor, dropout_scale};
+use super::seed::DropoutSeed;
 
 /// `dropout(v, p)` with the seeded mask: kept elements scaled by `1 / (1 − p)`, dropped
 /// elements exactly 0. `v: [..., width]` → same shape and dtype.
@@ -19,7 +22,7 @@ use super::mask::{check_probability, dropout_keep_mask_tensor, dropout_scale};
 pub fn dropout_reference<B: Backend, const D: usize>(
     v: Tensor<B, D>,
     p: f64,
-    seed: u64,
+    seed: impl Into<DropoutSeed>,
 ) -> Tensor<B, D> {
     check_probability(p);
     if p == 0.0 {
@@ -40,7 +43,7 @@ pub fn bias_dropout_add_reference<B: Backend, const D: usize>(
     bias: Option<Tensor<B, 1>>,
     residual: Tensor<B, D>,
     p: f64,
-    seed: u64,
+    seed: impl Into<DropoutSeed>,
 ) -> Tensor<B, D> {
     let v = match bias {
         Some(bias) => x + bias.unsqueeze::<D>(),
@@ -58,7 +61,7 @@ pub fn bias_dropout_add_reference<B: Backend, const D: usize>(
 pub fn bias_dropout_add_backward_reference<B: Backend, const D: usize>(
     grad_out: Tensor<B, D>,
     p: f64,
-    seed: u64,
+    seed: impl Into<DropoutSeed>,
     with_bias: bool,
 ) -> (Tensor<B, D>, Option<Tensor<B, 1>>) {
     let dx = dropout_reference(grad_out, p, seed);

@@ -10,8 +10,9 @@ use crate::kernel_routes::route_kernels;
 use crate::stack::{Stack, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
-    BlockProbe, Stepper, bert_config, bert_forward_probed, bert_forward_selected, forward_probed,
-    forward_selected, measure_blocks, model_config, plan_auto, seed_device, upload_text,
+    BlockFilter, BlockProbe, Stepper, bert_config, bert_forward_probed, bert_forward_selected,
+    forward_probed, forward_selected, measure_blocks, model_config, plan_auto, seed_device,
+    swin_forward_probed, swin_forward_selected, swin_model_config, upload_text,
 };
 use anyhow::Result;
 use burn::module::AutodiffModule;
@@ -88,24 +89,28 @@ impl StackTask for Measure<'_> {
                 DatasetKind::FashionMnist => 1,
                 _ => 3,
             };
-            let model = model_config(self.recipe, classes, channels).init::<B>(&device);
-            let size = self.recipe.data.image_size;
-            let images = Tensor::<B, 4>::random(
-                [batch, channels, size, size],
-                Distribution::Normal(0.0, 1.0),
-                &device,
-            );
-            let labels = synthetic_labels::<B>(batch, classes, &device);
-            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
-                forward_probed(m, images.clone(), probe)
-            })?;
-            self.time(model, stack, &device, |model, tape| {
-                let logits = match &plan {
-                    None => model.forward(images.clone()),
-                    Some(plan) => forward_selected(model, images.clone(), tape, &**plan),
-                };
-                (logits, labels.clone())
-            })
+            if self.recipe.model.name.is_swin() {
+                let config = swin_model_config(self.recipe, classes, channels)?;
+                let model = config.init::<B>(&device);
+                self.time_images(
+                    model,
+                    [classes, channels],
+                    stack,
+                    &device,
+                    swin_forward_probed,
+                    swin_forward_selected,
+                )
+            } else {
+                let model = model_config(self.recipe, classes, channels).init::<B>(&device);
+                self.time_images(
+                    model,
+                    [classes, channels],
+                    stack,
+                    &device,
+                    forward_probed,
+                    forward_selected,
+                )
+            }
         }
     }
 }
@@ -138,6 +143,43 @@ impl Measure<'_> {
                 eprintln!("checkpoint: auto: {summary}");
                 Some(Box::new(move |i| plan.checkpointed[i]))
             }
+        })
+    }
+
+    /// Times `model` on one random image batch of `[classes, channels]` at `data.image_size`;
+    /// `probed` and `selected` are the model's forward passes with a block probe and with
+    /// checkpointed blocks.
+    fn time_images<B, M>(
+        self,
+        model: M,
+        [classes, channels]: [usize; 2],
+        stack: Stack,
+        device: &B::Device,
+        probed: fn(&M, Tensor<B, 4>, &mut dyn BlockProbe) -> Tensor<B, 2>,
+        selected: fn(&M, Tensor<B, 4>, &mut CheckpointTape<B>, BlockFilter) -> Tensor<B, 2>,
+    ) -> Result<BenchRecord>
+    where
+        B: CheckpointBackend,
+        M: AutodiffModule<B>,
+    {
+        let batch = self.recipe.train.batch_size;
+        let size = self.recipe.data.image_size;
+        let images = Tensor::<B, 4>::random(
+            [batch, channels, size, size],
+            Distribution::Normal(0.0, 1.0),
+            device,
+        );
+        let labels = synthetic_labels::<B>(batch, classes, device);
+        let plan = self.plan::<B, _>(&model, stack, device, |m, probe| {
+            probed(m, images.clone(), probe)
+        })?;
+        self.time(model, stack, device, |model, tape| {
+            // No plan: no block is checkpointed, which is the plain forward pass.
+            let logits = match &plan {
+                None => selected(model, images.clone(), tape, &|_| false),
+                Some(plan) => selected(model, images.clone(), tape, &**plan),
+            };
+            (logits, labels.clone())
         })
     }
 

@@ -9,6 +9,7 @@ mod device;
 mod error;
 mod load;
 mod schema;
+mod swin;
 mod text_paths;
 mod validate;
 
@@ -18,4 +19,5 @@ pub use device::{DeviceSpec, Mode};
 pub use error::RecipeError;
 pub use load::{apply_set, load_recipe, parse_recipe};
 pub use schema::*;
+pub use swin::swin_config;
 pub use text_paths::TextPaths;

@@ -44,6 +44,16 @@ pub struct KernelsSection {
     pub adam: bool,
     /// SGD steps run as one multi-tensor update, as `adam`. Needs `optim.name = "sgd"`.
     pub sgd: bool,
+    /// A model's bias + exact GELU (BERT's feed-forward expansion) runs as one fused op after
+    /// the matmul (`burnacc_backend::fused::bias_gelu`).
+    pub bias_gelu: bool,
+    /// A model's QuickGELU activations (`x·sigmoid(1.702x)`, `hidden_act = "quick_gelu"`) run
+    /// as one fused op (`burnacc_backend::fused::quick_gelu`).
+    pub quick_gelu: bool,
+    /// A model's bias + dropout + residual add (BERT's attention and feed-forward outputs)
+    /// runs as one fused op after the matmul, its mask regenerated in the backward from a seed
+    /// drawn on the device (`burnacc_backend::fused::bias_dropout_add`).
+    pub bias_dropout_add: bool,
 }
 
 impl KernelsSection {
@@ -53,6 +63,9 @@ impl KernelsSection {
             ("kernels.layer_norm", self.layer_norm),
             ("kernels.adam", self.adam),
             ("kernels.sgd", self.sgd),
+            ("kernels.bias_gelu", self.bias_gelu),
+            ("kernels.quick_gelu", self.quick_gelu),
+            ("kernels.bias_dropout_add", self.bias_dropout_add),
         ]
             .into_iter()
             .filter_map(|(key, on)| on.then_some(key))
@@ -115,7 +128,7 @@ impl CheckpointSection {
     }
 }
 
-/// The networks a recipe can name: ResNets for images, BERTs for text.
+/// The networks a recipe can name: ResNets and Swin Transformers for images, BERTs for text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
@@ -125,6 +138,15 @@ pub enum ModelName {
     Resnet50,
     Resnet101,
     Resnet152,
+    /// Swin-T (timm `swin_tiny_patch4_window7_224`).
+    #[serde(rename = "swin-t")]
+    SwinT,
+    /// Swin-S (timm `swin_small_patch4_window7_224`).
+    #[serde(rename = "swin-s")]
+    SwinS,
+    /// Swin-B (timm `swin_base_patch4_window7_224`).
+    #[serde(rename = "swin-b")]
+    SwinB,
     #[serde(rename = "bert-base")]
     BertBase,
     #[serde(rename = "bert-large")]
@@ -135,8 +157,8 @@ pub enum ModelName {
 }
 
 impl ModelName {
-    /// The recipe's spelling: torchvision's name (`resnet50`) or `bert-base`, `bert-large`,
-    /// `minilm-l6`.
+    /// The recipe's spelling: torchvision's name (`resnet50`) or `swin-t`, `swin-s`, `swin-b`,
+    /// `bert-base`, `bert-large`, `minilm-l6`.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelName::Resnet18 => "resnet18",
@@ -144,18 +166,26 @@ impl ModelName {
             ModelName::Resnet50 => "resnet50",
             ModelName::Resnet101 => "resnet101",
             ModelName::Resnet152 => "resnet152",
+            ModelName::SwinT => "swin-t",
+            ModelName::SwinS => "swin-s",
+            ModelName::SwinB => "swin-b",
             ModelName::BertBase => "bert-base",
             ModelName::BertLarge => "bert-large",
             ModelName::MinilmL6 => "minilm-l6",
         }
     }
 
-    /// True for the BERT family (text classification), false for ResNets (images).
+    /// True for the BERT family (text classification), false for image models.
     pub fn is_text(self) -> bool {
         matches!(
             self,
             ModelName::BertBase | ModelName::BertLarge | ModelName::MinilmL6
         )
+    }
+
+    /// True for the Swin Transformers (image classification).
+    pub fn is_swin(self) -> bool {
+        matches!(self, ModelName::SwinT | ModelName::SwinS | ModelName::SwinB)
     }
 }
 
@@ -175,14 +205,32 @@ pub enum HiddenActName {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelSection {
-    /// Network: resnet18, resnet34, resnet50, resnet101 or resnet152.
+    /// Network: resnet18, resnet34, resnet50, resnet101, resnet152; swin-t, swin-s, swin-b;
+    /// bert-base, bert-large, minilm-l6.
     pub name: ModelName,
     /// Output classes; defaults to the dataset's number of classes.
     pub num_classes: Option<usize>,
-    /// Width of the first stage (torchvision: 64); later stages are 2×, 4×, 8×.
+    /// Width of the first stage (torchvision: 64); later stages are 2×, 4×, 8× (ResNets).
     pub base_width: usize,
-    /// 3×3 stride-1 stem without max-pool, for 28–32 px images (the ResNet paper's CIFAR stem).
+    /// 3×3 stride-1 stem without max-pool, for 28–32 px images (the ResNet paper's CIFAR stem;
+    /// ResNets).
     pub small_input_stem: bool,
+    /// Swin: channels of stage 0 (stage `i` has `embed_dim · 2^i`); default: the preset's
+    /// (96 for swin-t/s, 128 for swin-b).
+    pub embed_dim: Option<usize>,
+    /// Swin: blocks per stage, one entry per stage (e.g. `[2, 2, 6, 2]`); default: the preset's.
+    pub depths: Option<Vec<usize>>,
+    /// Swin: attention heads per stage, one entry per stage; each stage's channels must be a
+    /// multiple of its heads. Default: the preset's (`[3, 6, 12, 24]` for swin-t/s).
+    pub num_heads: Option<Vec<usize>>,
+    /// Swin: side of the attention windows (default 7); a stage whose map is smaller uses its
+    /// whole map as one window.
+    pub window_size: Option<usize>,
+    /// Swin: side of the patches the stem embeds (default 4).
+    pub patch_size: Option<usize>,
+    /// Swin: stochastic depth rate of the last block, growing linearly from 0 over the blocks
+    /// (default 0.1).
+    pub drop_path_rate: Option<f64>,
     /// Start from published weights (BERT family): minilm-l6 loads all-MiniLM-L6-v2 as
     /// fetched by `scripts/fetch_text_data.sh`. Others need `model.weights`.
     pub pretrained: bool,
@@ -208,6 +256,12 @@ impl Default for ModelSection {
             num_classes: None,
             base_width: 64,
             small_input_stem: false,
+            embed_dim: None,
+            depths: None,
+            num_heads: None,
+            window_size: None,
+            patch_size: None,
+            drop_path_rate: None,
             pretrained: false,
             weights: None,
             hidden_act: None,

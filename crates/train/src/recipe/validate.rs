@@ -82,6 +82,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
         return Err(("optim.nesterov", "needs optim.momentum > 0".into()));
     }
     validate_family(r)?;
+    super::swin::check_swin(r)?;
     r.amp.validate(r.backend.mode == super::Mode::Acc)
 }
 

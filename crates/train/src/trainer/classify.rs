@@ -1,6 +1,7 @@
 //! What the trainer needs from a model: logits and labels for a host batch, with or without
 //! checkpointed blocks, and a forward pass that reports each block to a probe (for
-//! `[checkpoint] mode = "auto"`). ResNets read image batches, BERTs text batches.
+//! `[checkpoint] mode = "auto"`). ResNets and Swin Transformers read image batches, BERTs text
+//! batches.
 
 use super::auto_checkpoint::BlockProbe;
 use super::batch::{upload, upload_text};
@@ -10,7 +11,7 @@ use burn::tensor::{Int, Tensor};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burnacc_datasets::HostBatch;
 use burnacc_datasets::text::TextBatch;
-use burnacc_models::{BertForSequenceClassification, BertInput, ResNet};
+use burnacc_models::{BertForSequenceClassification, BertInput, ResNet, SwinTransformer};
 
 /// A classifier of host batches `H`.
 pub trait Classify<B: Backend, H>: Module<B> {
@@ -68,6 +69,41 @@ impl<B: CheckpointBackend> ClassifyCheckpointed<B, HostBatch> for ResNet<B> {
     ) -> Tensor<B, 2> {
         let (images, _) = upload::<B>(batch, device);
         forward_probed(self, images, probe)
+    }
+}
+
+impl<B: Backend> Classify<B, HostBatch> for SwinTransformer<B> {
+    fn classify(&self, batch: HostBatch, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        let (images, labels) = upload::<B>(batch, device);
+        (self.forward(images), labels)
+    }
+}
+
+impl<B: CheckpointBackend> ClassifyCheckpointed<B, HostBatch> for SwinTransformer<B> {
+    /// Checkpointed Swin blocks (stochastic-depth draws are replayed on recompute by the
+    /// step's tape).
+    fn classify_checkpointed(
+        &self,
+        batch: HostBatch,
+        device: &B::Device,
+        tape: &mut CheckpointTape<B>,
+        checkpoint: BlockFilter,
+    ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        let (images, labels) = upload::<B>(batch, device);
+        (
+            swin_forward_selected(self, images, tape, checkpoint),
+            labels,
+        )
+    }
+
+    fn classify_probed(
+        &self,
+        batch: HostBatch,
+        device: &B::Device,
+        probe: &mut dyn BlockProbe,
+    ) -> Tensor<B, 2> {
+        let (images, _) = upload::<B>(batch, device);
+        swin_forward_probed(self, images, probe)
     }
 }
 
@@ -153,6 +189,51 @@ pub fn forward_probed<B: Backend>(
         probe.after_block();
     }
     model.head(x)
+}
+
+/// Swin's forward pass with the blocks `checkpoint` selects checkpointed on `tape`; blocks are
+/// counted over all stages in execution order ([`SwinTransformer::blocks`]). The patch
+/// merging at the start of stages 1, 2, 3 runs outside the blocks, never checkpointed.
+///
+/// images: `[batch, channels, height, width]` → logits `[batch, classes]`.
+pub fn swin_forward_selected<B: CheckpointBackend>(
+    model: &SwinTransformer<B>,
+    images: Tensor<B, 4>,
+    tape: &mut CheckpointTape<B>,
+    checkpoint: BlockFilter,
+) -> Tensor<B, 2> {
+    let mut x = model.stem(images);
+    let mut i = 0;
+    for stage in &model.layers {
+        x = stage.merge(x);
+        for block in &stage.blocks {
+            x = if checkpoint(i) {
+                tape.checkpoint(block, x, |block, x| block.forward(x))
+            } else {
+                block.forward(x)
+            };
+            i += 1;
+        }
+    }
+    model.forward_head(model.norm.forward(x))
+}
+
+/// Swin's forward pass with `probe` around each block: the logits.
+pub fn swin_forward_probed<B: Backend>(
+    model: &SwinTransformer<B>,
+    images: Tensor<B, 4>,
+    probe: &mut dyn BlockProbe,
+) -> Tensor<B, 2> {
+    let mut x = model.stem(images);
+    for stage in &model.layers {
+        x = stage.merge(x);
+        for block in &stage.blocks {
+            probe.before_block(bytes_of(&x));
+            x = block.forward(x);
+            probe.after_block();
+        }
+    }
+    model.forward_head(model.norm.forward(x))
 }
 
 /// BERT's forward pass with every encoder layer checkpointed on `tape`.

@@ -12,7 +12,7 @@ use burn::backend::flex::FlexDevice;
 use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::Backend;
-use burnacc_models::{ResNet, ResNetConfig};
+use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
 use std::sync::Mutex;
 
 /// Flex has one random generator per process. Runs on several threads (tests) would
@@ -39,6 +39,19 @@ pub fn init_model<B: Backend>(
 ) -> Result<ResNet<B>> {
     with_host_rng(|| {
         let host: ResNet<Flex> = init_on_host(seed, |d| config.init(d));
+        to_device(host, device, |d| config.init::<B>(d))
+    })
+}
+
+/// `config`'s Swin Transformer with weights drawn on the CPU from `seed`, placed on `device`
+/// (f32).
+pub fn init_swin<B: Backend>(
+    config: &SwinConfig,
+    seed: u64,
+    device: &B::Device,
+) -> Result<SwinTransformer<B>> {
+    with_host_rng(|| {
+        let host: SwinTransformer<Flex> = init_on_host(seed, |d| config.init(d));
         to_device(host, device, |d| config.init::<B>(d))
     })
 }

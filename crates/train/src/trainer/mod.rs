@@ -19,15 +19,18 @@ pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, pla
 pub use classify::{
     BlockFilter, Classify, ClassifyCheckpointed, bert_forward_checkpointed, bert_forward_probed,
     bert_forward_selected, forward_checkpointed, forward_probed, forward_selected,
+    swin_forward_probed, swin_forward_selected,
 };
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
-pub use init::{init_model, init_on_host, seed_device, to_device, with_host_rng};
+pub use init::{init_model, init_on_host, init_swin, seed_device, to_device, with_host_rng};
 pub use source::BatchSource;
 pub use step::{Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
 pub use step_loop::{LoopStats, train_steps};
-pub use task::{ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config};
+pub use task::{
+    ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config, swin_model_config,
+};
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
 use crate::kernel_cache::configure_kernel_caches;

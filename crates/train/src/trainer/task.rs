@@ -4,7 +4,7 @@ use super::Data;
 use super::bert_init::{PretrainedSummary, init_bert};
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
-use super::init::{init_model, seed_device};
+use super::init::{init_model, init_swin, seed_device};
 use super::source::BatchSource;
 use super::step::Stepper;
 use super::step_loop::{LoopStats, inference_model, train_steps};
@@ -19,7 +19,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
 use burnacc_checkpoint::CheckpointBackend;
-use burnacc_models::{ResNet, ResNetConfig};
+use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
 use std::path::{Path, PathBuf};
 
 /// Everything a run needs besides the backend.
@@ -62,7 +62,7 @@ pub struct ProfileRequest {
 /// and autotune kernels.
 const PROFILE_SKIP: usize = 2;
 
-/// The network a recipe describes, for `num_classes` outputs and `channels` input channels.
+/// The ResNet a recipe describes, for `num_classes` outputs and `channels` input channels.
 pub fn model_config(recipe: &Recipe, num_classes: usize, channels: usize) -> ResNetConfig {
     ResNetConfig::from_name(recipe.model.name.as_str(), num_classes)
         .expect("the recipe schema only admits known model names")
@@ -71,12 +71,28 @@ pub fn model_config(recipe: &Recipe, num_classes: usize, channels: usize) -> Res
         .with_small_input_stem(recipe.model.small_input_stem)
 }
 
+/// The Swin Transformer a recipe describes (`model.name` swin-t/s/b and the Swin keys of
+/// `[model]`), for `num_classes` outputs and `channels` input channels at `data.image_size`.
+pub fn swin_model_config(
+    recipe: &Recipe,
+    num_classes: usize,
+    channels: usize,
+) -> Result<SwinConfig> {
+    crate::recipe::swin_config(recipe, num_classes, channels)
+        .map_err(|(key, message)| anyhow::anyhow!("key `{key}`: {message}"))
+}
+
 impl StackTask for TrainTask<'_> {
     type Output = Result<TrainOutcome>;
 
     fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
         let seed = self.recipe.train.seed;
         match self.data {
+            Data::Images(data) if self.recipe.model.name.is_swin() => {
+                let config = swin_model_config(self.recipe, data.num_classes, data.channels)?;
+                let model: SwinTransformer<B> = init_swin(&config, seed, &device)?;
+                self.finish(model, None, &data.train, data.eval.as_ref(), stack, &device)
+            }
             Data::Images(data) => {
                 let config = model_config(self.recipe, data.num_classes, data.channels);
                 let model: ResNet<B> = init_model(&config, seed, &device)?;
@@ -165,11 +181,18 @@ impl TrainTask<'_> {
         let stepper = Stepper::new(self.recipe, device)?;
         let mut log = JsonlLog::create(&self.run_dir.join("log.jsonl"))?;
         let progress = Progress::new(self.recipe.train.max_steps, self.quiet);
-        let mut profiler = self.profile.as_ref().map(|p| {
-            let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
-            let folder = p.folder.clone().unwrap_or_else(|| self.run_dir.to_owned());
-            Profiler::new(window, folder.join("trace.json"))
-        });
+        let mut profiler = match &self.profile {
+            Some(p) => {
+                let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
+                let folder = p.folder.clone().unwrap_or_else(|| self.run_dir.to_owned());
+                // A new folder is made, as the run folder is; before any step runs.
+                std::fs::create_dir_all(&folder).with_context(|| {
+                    format!("--profile-folder {}: cannot create it", folder.display())
+                })?;
+                Some(Profiler::new(window, folder.join("trace.json")))
+            }
+            None => None,
+        };
         let (model, stats) = train_steps(
             model,
             stepper,
