@@ -7,6 +7,7 @@
 //! - [`optim`]: multi-tensor Adam/AdamW and SGD steps, one pass per element over many tensors.
 
 pub mod bias_dropout_add;
+mod fallback;
 pub mod gelu;
 pub mod layer_norm;
 pub mod optim;

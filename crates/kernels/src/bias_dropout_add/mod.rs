@@ -61,7 +61,8 @@ use burn::tensor::{Int, Shape, Tensor, TensorMetadata, TensorPrimitive};
 #[cfg(doc)]
 use burn_cubecl::{CubeBackend, tensor::CubeTensor};
 
-use fallback::{as_rows, narrow, read_seed, widen};
+use crate::fallback::{as_rows, narrow, widen};
+use fallback::read_seed;
 use mask::check_probability;
 use seed::SEED_WORDS;
 

@@ -26,7 +26,6 @@
 mod autodiff;
 mod backends;
 pub mod counters;
-mod fallback;
 mod fusion;
 mod kernel;
 pub mod launch;
@@ -45,7 +44,7 @@ use burn::tensor::{Shape, Tensor, TensorMetadata, TensorPrimitive};
 #[cfg(doc)]
 use burn_cubecl::{CubeBackend, tensor::CubeTensor};
 
-use fallback::{as_rows, narrow, widen};
+use crate::fallback::{as_rows, narrow, widen};
 
 /// A backend that can run LayerNorm over the last dimension as one fused operation.
 ///
