@@ -6,12 +6,18 @@
 //! They are called outside `Acc`'s op dispatch, so autocast does not cast their inputs: the
 //! bias (an f32 parameter) is cast to the activation's dtype here, as `nn::Linear` under
 //! autocast would have added it in that dtype.
+//!
+//! Swin's ops (window processing, window-attention softmax) return `None` when nothing is
+//! routed: their plain form is the model's own sequence of Burn ops, which stays in the model.
 
 use crate::counters;
-use crate::routes::{bias_dropout_add_route, bias_gelu_route, quick_gelu_route};
+use crate::routes::{
+    bias_dropout_add_route, bias_gelu_route, quick_gelu_route, window_process_reverse_route,
+    window_process_route, window_softmax_route,
+};
 use burn::tensor::activation::{gelu, sigmoid};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Distribution, Tensor, TensorPrimitive};
+use burn::tensor::{DType, Distribution, Int, Tensor, TensorPrimitive};
 
 fn float<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> burn::tensor::ops::FloatTensor<B> {
     tensor.into_primitive().tensor()
@@ -23,14 +29,18 @@ fn tensor<B: Backend, const D: usize>(
     Tensor::from_primitive(TensorPrimitive::Float(primitive))
 }
 
+/// `tensor` in `dtype`, without a cast op when it already is.
+fn in_dtype<B: Backend, const D: usize>(tensor: Tensor<B, D>, dtype: DType) -> Tensor<B, D> {
+    if tensor.dtype() == dtype {
+        tensor
+    } else {
+        tensor.cast(dtype)
+    }
+}
+
 /// `bias` in the dtype of `like`.
 fn bias_like<B: Backend, const D: usize>(bias: Tensor<B, 1>, like: &Tensor<B, D>) -> Tensor<B, 1> {
-    let dtype = like.dtype();
-    if bias.dtype() == dtype {
-        bias
-    } else {
-        bias.cast(dtype)
-    }
+    in_dtype(bias, like.dtype())
 }
 
 /// Whether [`bias_gelu`] runs a fused kernel for `B` on this thread. A model can keep its
@@ -97,4 +107,61 @@ pub fn bias_dropout_add<B: Backend, const D: usize>(
             y + residual
         }
     }
+}
+
+/// Swin's cyclic shift by `−shift`, zero pad to a multiple of `window` and window partition as
+/// one fused op, when routed for `B` on this thread; `None` otherwise (the model then runs its
+/// own ops on its copy of `x`).
+///
+/// x: `[batch, h, w, c]` → `[batch · ⌈h/wh⌉ · ⌈w/ww⌉, wh · ww, c]`, windows row-major per image,
+/// images outermost (timm's `torch.roll` + `F.pad` + `window_partition`).
+pub fn window_process<B: Backend>(
+    x: Tensor<B, 4>,
+    window: [usize; 2],
+    shift: [usize; 2],
+) -> Option<Tensor<B, 3>> {
+    let fused = window_process_route::<B>()?;
+    counters::bump_kernel("fused_window_process");
+    let [_, h, w, _] = x.dims();
+    Some(tensor(fused(float(x), [h, w], window, shift)))
+}
+
+/// The inverse of [`window_process`] (merge, crop to `resolution`, shift by `+shift`) as one
+/// fused op, when routed; `None` otherwise.
+///
+/// windows: `[batch · ⌈h/wh⌉ · ⌈w/ww⌉, wh · ww, c]` → `[batch, h, w, c]`.
+pub fn window_process_reverse<B: Backend>(
+    windows: Tensor<B, 3>,
+    resolution: [usize; 2],
+    window: [usize; 2],
+    shift: [usize; 2],
+) -> Option<Tensor<B, 4>> {
+    let fused = window_process_reverse_route::<B>()?;
+    counters::bump_kernel("fused_window_process_reverse");
+    Some(tensor(fused(float(windows), resolution, window, shift)))
+}
+
+/// Swin's window-attention softmax, `softmax(scores + table[index] + mask)` over the last
+/// dimension with the relative position bias gathered from its table inside the op, when
+/// routed; `None` otherwise.
+///
+/// scores: `[windows, heads, n, n]`; table: `[offsets, heads]` (cast to the scores' dtype
+/// here, as autocast would have added it); index: `[n · n]`; mask: `[num_windows, n, n]`
+/// (window `i` uses `mask[i mod num_windows]`) → like `scores`.
+pub fn window_softmax<B: Backend>(
+    scores: Tensor<B, 4>,
+    table: Tensor<B, 2>,
+    index: Tensor<B, 1, Int>,
+    mask: Option<Tensor<B, 3>>,
+) -> Option<Tensor<B, 4>> {
+    let fused = window_softmax_route::<B>()?;
+    counters::bump_kernel("fused_swin_fmha");
+    let dtype = scores.dtype();
+    let mask = mask.map(|m| float(in_dtype(m, dtype)));
+    Some(tensor(fused(
+        float(scores),
+        float(in_dtype(table, dtype)),
+        index.into_primitive(),
+        mask,
+    )))
 }

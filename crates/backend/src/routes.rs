@@ -11,11 +11,11 @@
 //! Two kinds of op are routed:
 //! - Burn ops `Acc` sees (`layer_norm`): keyed by `Acc`'s inner backend `B`;
 //! - burnacc's model-level fused ops ([`crate::fused`]: bias + GELU, QuickGELU, bias +
-//!   dropout + residual add), which a model calls on its own backend: keyed by that backend
-//!   (on an acc stack, `Acc<B>` itself).
+//!   dropout + residual add, Swin's window processing and window-attention softmax), which a
+//!   model calls on its own backend: keyed by that backend (on an acc stack, `Acc<B>` itself).
 
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor};
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -37,6 +37,23 @@ pub type QuickGeluFn<B> = fn(FloatTensor<B>) -> FloatTensor<B>;
 /// its mask's seed from the device's generator; the result like `x`.
 pub type BiasDropoutAddFn<B> =
     fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, f64) -> FloatTensor<B>;
+
+/// Swin's cyclic shift by `−shift` + zero pad + window partition on backend `B`:
+/// `(x, resolution, window, shift)` with `x: [batch, h, w, c]`, `resolution = [h, w]` →
+/// `[batch · ⌈h/wh⌉ · ⌈w/ww⌉, wh · ww, c]` like `x`'s dtype.
+pub type WindowProcessFn<B> =
+    fn(FloatTensor<B>, [usize; 2], [usize; 2], [usize; 2]) -> FloatTensor<B>;
+
+/// The inverse of a [`WindowProcessFn`] (merge, crop, shift by `+shift`): `(windows,
+/// resolution, window, shift)` → `[batch, h, w, c]`.
+pub type WindowProcessReverseFn<B> = WindowProcessFn<B>;
+
+/// Swin's window-attention softmax on backend `B`: `(scores, table, index, mask)` →
+/// `softmax(scores + table[index] + mask)` over the last dimension, with `scores: [windows,
+/// heads, n, n]`, `table: [offsets, heads]` and `mask: [num_windows, n, n]` in the dtype of
+/// `scores`, `index: [n · n]`; the result like `scores`.
+pub type WindowSoftmaxFn<B> =
+    fn(FloatTensor<B>, FloatTensor<B>, IntTensor<B>, Option<FloatTensor<B>>) -> FloatTensor<B>;
 
 /// Route keys: the op's name and the backend's type.
 type Key = (&'static str, TypeId);
@@ -111,4 +128,34 @@ pub fn route_bias_dropout_add<B: Backend>(f: BiasDropoutAddFn<B>) -> RouteGuard 
 
 pub(crate) fn bias_dropout_add_route<B: Backend>() -> Option<BiasDropoutAddFn<B>> {
     lookup::<B, BiasDropoutAddFn<B>>("bias_dropout_add")
+}
+
+/// Routes [`crate::fused::window_process`] on backend `B` to `f`; each routed call bumps the
+/// kernel counter `fused_window_process`.
+pub fn route_window_process<B: Backend>(f: WindowProcessFn<B>) -> RouteGuard {
+    insert::<B, _>("window_process", f)
+}
+
+pub(crate) fn window_process_route<B: Backend>() -> Option<WindowProcessFn<B>> {
+    lookup::<B, WindowProcessFn<B>>("window_process")
+}
+
+/// Routes [`crate::fused::window_process_reverse`] on backend `B` to `f`; each routed call
+/// bumps the kernel counter `fused_window_process_reverse`.
+pub fn route_window_process_reverse<B: Backend>(f: WindowProcessReverseFn<B>) -> RouteGuard {
+    insert::<B, _>("window_process_reverse", f)
+}
+
+pub(crate) fn window_process_reverse_route<B: Backend>() -> Option<WindowProcessReverseFn<B>> {
+    lookup::<B, WindowProcessReverseFn<B>>("window_process_reverse")
+}
+
+/// Routes [`crate::fused::window_softmax`] on backend `B` to `f`; each routed call bumps the
+/// kernel counter `fused_swin_fmha`.
+pub fn route_window_softmax<B: Backend>(f: WindowSoftmaxFn<B>) -> RouteGuard {
+    insert::<B, _>("window_softmax", f)
+}
+
+pub(crate) fn window_softmax_route<B: Backend>() -> Option<WindowSoftmaxFn<B>> {
+    lookup::<B, WindowSoftmaxFn<B>>("window_softmax")
 }

@@ -5,9 +5,16 @@
 //! - [`bias_dropout_add`]: `residual + dropout(x + bias)`, one pass each way, mask from a seed.
 //! - [`gelu`]: QuickGELU and bias + exact GELU, forward and backward, one pass each.
 //! - [`optim`]: multi-tensor Adam/AdamW and SGD steps, one pass per element over many tensors.
+//! - [`window_process`]: Swin's cyclic shift + pad + window partition (and its reverse), one
+//!   gather each way.
+//! - [`swin_attention`]: Swin's relative-position-bias + mask + softmax, one pass each way.
 
 pub mod bias_dropout_add;
+mod cube_util;
+mod custom_op;
 mod fallback;
 pub mod gelu;
 pub mod layer_norm;
 pub mod optim;
+pub mod swin_attention;
+pub mod window_process;

@@ -7,11 +7,12 @@ use burn::backend::Autodiff;
 use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::{Flex, Wgpu};
 use burn::tensor::TensorMetadata;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor};
 use burnacc_amp::optim::{FusedOptimizers, MultiTensorGuard, MultiTensorRoute, route_multi_tensor};
 use burnacc_backend::Acc;
 use burnacc_backend::routes::{
     RouteGuard, route_bias_dropout_add, route_bias_gelu, route_layer_norm, route_quick_gelu,
+    route_window_process, route_window_process_reverse, route_window_softmax,
 };
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, dropout_seed};
 use burnacc_kernels::gelu::GeluKernel;
@@ -19,6 +20,8 @@ use burnacc_kernels::layer_norm::LayerNormKernel;
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
+use burnacc_kernels::swin_attention::SwinAttentionKernel;
+use burnacc_kernels::window_process::{WindowGeometry, WindowProcessKernel};
 
 /// A `[kernels]` key this stack cannot honour.
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +151,46 @@ fn acc_bias_dropout_add<K: BiasDropoutAddKernel>(
     K::fused_bias_dropout_add(x, Some(bias), residual, p, seed)
 }
 
+/// Swin's shift + pad + partition as `K`'s fused op, for a model on `Acc<K>`.
+fn acc_window_process<K: WindowProcessKernel>(
+    x: FloatTensor<Acc<K>>,
+    resolution: [usize; 2],
+    window: [usize; 2],
+    shift: [usize; 2],
+) -> FloatTensor<Acc<K>> {
+    let geometry = WindowGeometry {
+        resolution,
+        window,
+        shift,
+    };
+    K::fused_window_process(x, geometry)
+}
+
+/// Swin's merge + crop + reverse shift as `K`'s fused op, for a model on `Acc<K>`.
+fn acc_window_process_reverse<K: WindowProcessKernel>(
+    windows: FloatTensor<Acc<K>>,
+    resolution: [usize; 2],
+    window: [usize; 2],
+    shift: [usize; 2],
+) -> FloatTensor<Acc<K>> {
+    let geometry = WindowGeometry {
+        resolution,
+        window,
+        shift,
+    };
+    K::fused_window_process_reverse(windows, geometry)
+}
+
+/// Swin's bias + mask + softmax as `K`'s fused op, for a model on `Acc<K>`.
+fn acc_window_softmax<K: SwinAttentionKernel>(
+    scores: FloatTensor<Acc<K>>,
+    table: FloatTensor<Acc<K>>,
+    index: IntTensor<Acc<K>>,
+    mask: Option<FloatTensor<Acc<K>>>,
+) -> FloatTensor<Acc<K>> {
+    K::fused_window_softmax(scores, table, index, mask)
+}
+
 /// The routes a recipe's `[kernels]` holds; each is removed when this is dropped.
 pub struct KernelRoutes {
     _ops: Vec<RouteGuard>,
@@ -178,11 +221,11 @@ pub fn route_kernels(
     })
 }
 
-/// The model-level fused ops (`bias_gelu`, `quick_gelu`, `bias_dropout_add`) for a model on
-/// `Acc<K>`.
+/// The model-level fused ops (`bias_gelu`, `quick_gelu`, `bias_dropout_add`,
+/// `window_process`, `swin_fmha`) for a model on `Acc<K>`.
 fn route_acc_model_ops<K>(kernels: &KernelsSection) -> Vec<RouteGuard>
 where
-    K: GeluKernel + BiasDropoutAddKernel,
+    K: GeluKernel + BiasDropoutAddKernel + WindowProcessKernel + SwinAttentionKernel,
 {
     let mut guards = Vec::new();
     if kernels.bias_gelu {
@@ -194,13 +237,27 @@ where
     if kernels.bias_dropout_add {
         guards.push(route_bias_dropout_add::<Acc<K>>(acc_bias_dropout_add::<K>));
     }
+    if kernels.window_process {
+        guards.push(route_window_process::<Acc<K>>(acc_window_process::<K>));
+        guards.push(route_window_process_reverse::<Acc<K>>(
+            acc_window_process_reverse::<K>,
+        ));
+    }
+    if kernels.swin_fmha {
+        guards.push(route_window_softmax::<Acc<K>>(acc_window_softmax::<K>));
+    }
     guards
 }
 
-/// `kernels.bias_gelu`, `quick_gelu`, `bias_dropout_add`: routed for the model's backend,
-/// `Acc` over the stack's autodiff backend.
+/// `kernels.bias_gelu`, `quick_gelu`, `bias_dropout_add`, `window_process`, `swin_fmha`:
+/// routed for the model's backend, `Acc` over the stack's autodiff backend.
 fn route_model_ops(stack: Stack, kernels: &KernelsSection) -> Vec<RouteGuard> {
-    if !(kernels.bias_gelu || kernels.quick_gelu || kernels.bias_dropout_add) {
+    let any = kernels.bias_gelu
+        || kernels.quick_gelu
+        || kernels.bias_dropout_add
+        || kernels.window_process
+        || kernels.swin_fmha;
+    if !any {
         return Vec::new();
     }
     match stack {

@@ -7,13 +7,17 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
 
+use burnacc_backend::fused;
+
 use super::init::{INIT_STD, linear};
 use super::window::relative_position_index;
 
 /// Window attention: `softmax(q·kᵀ/√d + B + M) · v`, then a projection, where `B` is the
 /// relative position bias of the window and `M` the shifted-window mask (if any).
 ///
-/// Softmax runs in the scores' dtype, as timm's non-fused path does.
+/// Softmax runs in the scores' dtype, as timm's non-fused path does; where a trainer routes
+/// burnacc's fused window softmax (`[kernels] swin_fmha`), bias, mask and softmax are one op
+/// computed in f32 and stored in the scores' dtype.
 #[derive(Module, Debug)]
 pub struct WindowAttention<B: Backend> {
     /// One learned bias per head for every relative offset inside a window,
@@ -78,6 +82,35 @@ impl<B: Backend> WindowAttention<B> {
             .permute([2, 0, 1])
     }
 
+    /// `scores + B + M`: the relative position bias of the window and, on shifted blocks, the
+    /// mask of each window (`mask: [num_windows, n, n]`, repeated over the images).
+    ///
+    /// scores: `[windows, heads, n, n]` → same shape.
+    fn biased_scores(&self, scores: Tensor<B, 4>, mask: Option<Tensor<B, 3>>) -> Tensor<B, 4> {
+        let [windows, heads, n, _] = scores.dims();
+        let scores = scores
+            + self
+                .relative_position_bias()
+                .unsqueeze_dim::<4>(0)
+                .expand([windows, heads, n, n]);
+        match mask {
+            Some(mask) => {
+                let num_windows = mask.dims()[0];
+                let batch = windows / num_windows;
+                let mask = mask.reshape([1, num_windows, 1, n, n]).expand([
+                    batch,
+                    num_windows,
+                    heads,
+                    n,
+                    n,
+                ]);
+                (scores.reshape([batch, num_windows, heads, n, n]) + mask)
+                    .reshape([windows, heads, n, n])
+            }
+            None => scores,
+        }
+    }
+
     /// x: `[windows, n, dim]` (`windows = batch · num_windows`, images outermost, as
     /// [`super::window_partition`] orders them), mask: `[num_windows, n, n]` or `None`
     /// → `[windows, n, dim]`.
@@ -101,28 +134,14 @@ impl<B: Backend> WindowAttention<B> {
         // timm scales q before the product (`q = q * self.scale`), with scale = head_dim^-0.5.
         let q = q.mul_scalar((head_dim as f64).powf(-0.5));
         let scores = q.matmul(k.swap_dims(2, 3));
-        let scores = scores
-            + self
-                .relative_position_bias()
-                .unsqueeze_dim::<4>(0)
-                .expand([windows, heads, n, n]);
-        let scores = match mask {
-            Some(mask) => {
-                let num_windows = mask.dims()[0];
-                let batch = windows / num_windows;
-                let mask = mask.reshape([1, num_windows, 1, n, n]).expand([
-                    batch,
-                    num_windows,
-                    heads,
-                    n,
-                    n,
-                ]);
-                (scores.reshape([batch, num_windows, heads, n, n]) + mask)
-                    .reshape([windows, heads, n, n])
-            }
-            None => scores,
-        };
-        let probs = self.attn_drop.forward(softmax(scores, 3));
+        let probs = fused::window_softmax(
+            scores.clone(),
+            self.relative_position_bias_table.val(),
+            self.relative_position_index.clone(),
+            mask.clone(),
+        )
+        .unwrap_or_else(|| softmax(self.biased_scores(scores, mask), 3));
+        let probs = self.attn_drop.forward(probs);
         let context = probs
             .matmul(v)
             .swap_dims(1, 2)

@@ -7,6 +7,8 @@ use burn::tensor::activation::gelu;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::PadMode;
 
+use burnacc_backend::fused;
+
 use super::attention::WindowAttention;
 use super::config::{BlockGeometry, SwinConfig};
 use super::drop_path::drop_path;
@@ -156,7 +158,24 @@ impl<B: Backend> SwinBlock<B> {
     ///
     /// x: `[batch, h, w, dim]` → `[batch, h, w, dim]`.
     fn shifted_window_attention(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [batch, h, w, dim] = x.dims();
+        let geometry = self.geometry();
+        let resolution = geometry.resolution;
+        let windows = fused::window_process(x.clone(), geometry.window, geometry.shift)
+            .unwrap_or_else(|| self.partition(x));
+        let attended = self.attn.forward(windows, self.attn_mask.clone());
+        fused::window_process_reverse(
+            attended.clone(),
+            resolution,
+            geometry.window,
+            geometry.shift,
+        )
+        .unwrap_or_else(|| self.merge(attended))
+    }
+
+    /// Cyclic shift by `−shift` (shifted blocks), zero padding to a multiple of the window,
+    /// window partition: `[batch, h, w, dim]` → `[batch · windows, wh · ww, dim]`.
+    fn partition(&self, x: Tensor<B, 4>) -> Tensor<B, 3> {
+        let [_, h, w, _] = x.dims();
         let geometry = self.geometry();
         let [sh, sw] = geometry.shift.map(|s| s as isize);
         let x = if geometry.is_shifted() {
@@ -175,14 +194,23 @@ impl<B: Backend> SwinBlock<B> {
         } else {
             x
         };
-        let windows = window_partition(x, geometry.window);
-        let attended = self.attn.forward(windows, self.attn_mask.clone());
-        let x = window_reverse(attended, geometry.window, [hp, wp]);
+        window_partition(x, geometry.window)
+    }
+
+    /// The inverse of [`Self::partition`]: window merge, crop of the padding, cyclic shift by
+    /// `+shift`: `[batch · windows, wh · ww, dim]` → `[batch, h, w, dim]`.
+    fn merge(&self, windows: Tensor<B, 3>) -> Tensor<B, 4> {
+        let geometry = self.geometry();
+        let [h, w] = geometry.resolution;
+        let [hp, wp] = padded([h, w], geometry.window);
+        let x = window_reverse(windows, geometry.window, [hp, wp]);
+        let [batch, _, _, dim] = x.dims();
         let x = if [hp, wp] != [h, w] {
             x.slice([0..batch, 0..h, 0..w, 0..dim])
         } else {
             x
         };
+        let [sh, sw] = geometry.shift.map(|s| s as isize);
         if geometry.is_shifted() {
             cyclic_shift(x, sh, sw)
         } else {

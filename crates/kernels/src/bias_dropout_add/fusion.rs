@@ -1,28 +1,17 @@
 //! [`BiasDropoutAddKernel`] for Burn's fusion backend `Fusion<B>` (what `burn::backend::Wgpu`
-//! is): each call is recorded as one custom operation that, when the fusion stream executes,
-//! runs the inner backend's fused method on the materialized inputs.
-//!
-//! Fusion cannot see inside a custom operation, so it is a barrier: the element-wise ops
-//! recorded before it are flushed as their own fused kernels and those after it start a new
-//! fusion. Like every fusion op it runs lazily, when a result is read or the stream is flushed.
+//! is): each call is one recorded custom operation ([`crate::custom_op`]).
 //!
 //! The seed tensor is one of the operation's inputs, so fusion orders the operation after
 //! whatever produces it (e.g. the device draw of [`super::dropout_seed`]) and nothing is read
-//! back. `p` and the presence of a bias and of a seed travel in the recorded operation, not in
-//! its IR (which only lists tensors). Output shapes and dtypes are declared when the operation is recorded: `y` and
-//! `dx` take the shape and dtype of their input, `dbias` is `[width]` in that dtype. The inner
-//! results are checked against these declarations, since a mismatch would silently corrupt
-//! what fusion believes of the tensors.
+//! back. Declared outputs: `y` and `dx` take the shape and dtype of their input, `dbias` is
+//! `[width]` in that dtype.
 
-use core::marker::PhantomData;
-
-use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
+use burn::tensor::Shape;
 use burn::tensor::ops::{FloatTensor, IntTensor};
-use burn::tensor::{DType, Shape, TensorMetadata};
-use burn_fusion::stream::{Operation, OperationStreams};
-use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
+use burn_fusion::{Fusion, FusionBackend};
 
 use super::BiasDropoutAddKernel;
+use crate::custom_op::{InnerCall, RecordedInputs, exactly, like, record};
 
 /// Custom op id of the forward; inputs `[x, residual]`, then `bias` if any, then the seed if
 /// any; output `[y]`.
@@ -47,31 +36,17 @@ enum Kind {
     },
 }
 
-/// One recorded call on the inner backend `B`.
-#[derive(Debug)]
-struct BiasDropoutAddOp<B> {
-    desc: CustomOpIr,
-    kind: Kind,
-    _backend: PhantomData<B>,
-}
-
-impl<B: FusionBackend + BiasDropoutAddKernel> Operation<B::FusionRuntime> for BiasDropoutAddOp<B> {
-    fn execute(
-        &self,
-        handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>,
-    ) {
-        let mut inputs = self.desc.inputs.iter();
-        let mut next = || inputs.next().expect("inputs as recorded");
-        let outputs: Vec<FloatTensor<B>> = match self.kind {
+impl<B: FusionBackend + BiasDropoutAddKernel> InnerCall<B> for Kind {
+    fn run(&self, inputs: &mut RecordedInputs<'_, B>) -> Vec<FloatTensor<B>> {
+        match *self {
             Kind::Forward {
                 p,
                 has_bias,
                 has_seed,
             } => {
-                let x = handles.get_float_tensor::<B>(next());
-                let residual = handles.get_float_tensor::<B>(next());
-                let bias = has_bias.then(|| handles.get_float_tensor::<B>(next()));
-                let seed = has_seed.then(|| handles.get_int_tensor::<B>(next()));
+                let [x, residual] = exactly(inputs.floats(2));
+                let bias = has_bias.then(|| inputs.float());
+                let seed = has_seed.then(|| inputs.int());
                 vec![B::fused_bias_dropout_add(x, bias, residual, p, seed)]
             }
             Kind::Backward {
@@ -79,53 +54,13 @@ impl<B: FusionBackend + BiasDropoutAddKernel> Operation<B::FusionRuntime> for Bi
                 has_seed,
                 with_bias,
             } => {
-                let grad_out = handles.get_float_tensor::<B>(next());
-                let seed = has_seed.then(|| handles.get_int_tensor::<B>(next()));
+                let grad_out = inputs.float();
+                let seed = has_seed.then(|| inputs.int());
                 let (dx, dbias) = B::fused_bias_dropout_add_backward(grad_out, p, seed, with_bias);
                 core::iter::once(dx).chain(dbias).collect()
             }
-        };
-        assert_eq!(outputs.len(), self.desc.outputs.len());
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            assert!(
-                tensor.dtype() == ir.dtype && tensor.shape() == ir.shape,
-                "{}: the inner backend returned {:?} {:?} where {:?} {:?} was declared",
-                self.desc.id,
-                tensor.dtype(),
-                tensor.shape(),
-                ir.dtype,
-                ir.shape,
-            );
-            handles.register_float_tensor::<B>(&ir.id, tensor);
         }
     }
-}
-
-/// Records `kind` with `inputs` (in the order its `execute` reads them; float and int
-/// primitives are the same type under fusion) and outputs of the given shapes and dtypes, and
-/// returns the (lazy) output tensors.
-fn record<B: FusionBackend + BiasDropoutAddKernel>(
-    id: &'static str,
-    kind: Kind,
-    inputs: Vec<FloatTensor<Fusion<B>>>,
-    outputs: Vec<(Shape, DType)>,
-) -> Vec<FloatTensor<Fusion<B>>> {
-    // All inputs live on one device, hence one fusion client.
-    let client = inputs[0].client.clone();
-    // Registers each input's stream, so that the operation waits for whatever produces them.
-    let streams = OperationStreams::with_inputs(&inputs);
-    let inputs: Vec<TensorIr> = inputs.into_iter().map(|t| t.into_ir()).collect();
-    let outputs: Vec<TensorIr> = outputs
-        .into_iter()
-        .map(|(shape, dtype)| TensorIr::uninit(client.create_empty_handle(), shape, dtype))
-        .collect();
-    let desc = CustomOpIr::new(id, &inputs, &outputs);
-    let op = BiasDropoutAddOp::<B> {
-        desc: desc.clone(),
-        kind,
-        _backend: PhantomData,
-    };
-    client.register(streams, OperationIr::Custom(desc), op)
 }
 
 impl<B: FusionBackend + BiasDropoutAddKernel> BiasDropoutAddKernel for Fusion<B> {
@@ -142,11 +77,9 @@ impl<B: FusionBackend + BiasDropoutAddKernel> BiasDropoutAddKernel for Fusion<B>
             has_bias: bias.is_some(),
             has_seed: seed.is_some(),
         };
-        let outputs = vec![(x.shape.clone(), x.dtype)];
+        let outputs = vec![like(&x)];
         let inputs = [x, residual].into_iter().chain(bias).chain(seed).collect();
-        let [y] = record::<B>(FORWARD_ID, kind, inputs, outputs)
-            .try_into()
-            .expect("one output");
+        let [y] = exactly(record::<B, _>(FORWARD_ID, kind, inputs, outputs));
         y
     }
 
@@ -162,14 +95,14 @@ impl<B: FusionBackend + BiasDropoutAddKernel> BiasDropoutAddKernel for Fusion<B>
             has_seed: seed.is_some(),
             with_bias,
         };
-        let (shape, dtype) = (grad_out.shape.clone(), grad_out.dtype);
+        let (shape, dtype) = like(&grad_out);
         let width = shape[shape.num_dims() - 1];
         let mut outputs = vec![(shape, dtype)];
         if with_bias {
             outputs.push((Shape::new([width]), dtype));
         }
         let inputs = core::iter::once(grad_out).chain(seed).collect();
-        let mut outputs = record::<B>(BACKWARD_ID, kind, inputs, outputs).into_iter();
+        let mut outputs = record::<B, _>(BACKWARD_ID, kind, inputs, outputs).into_iter();
         let dx = outputs.next().expect("dx is declared");
         (dx, outputs.next())
     }

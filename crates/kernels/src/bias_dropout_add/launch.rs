@@ -19,6 +19,7 @@ use super::kernel::{
 };
 use super::mask::{check_mask_len, check_probability, dropout_scale, dropout_threshold};
 use super::seed::SEED_WORDS;
+use crate::cube_util::{contiguous_as, rows_and_width};
 
 /// Units per cube of the element-wise kernels.
 const ELEMENT_CUBE: u32 = 256;
@@ -29,21 +30,6 @@ const COLUMN_CUBE: u32 = 256;
 const MAX_ROW_BLOCKS: usize = 256;
 /// Fewest rows a block sums, so that small batches do not spread over many near-empty blocks.
 const MIN_ROWS_PER_BLOCK: usize = 16;
-
-/// `[..., width]` → `(rows, width)` with `rows` the product of the leading dimensions.
-fn rows_and_width(shape: &Shape) -> (usize, usize) {
-    let dims = shape.as_slice();
-    let (&width, leading) = dims
-        .split_last()
-        .expect("bias_dropout_add: the input must have at least one dimension");
-    (leading.iter().product(), width)
-}
-
-/// Contiguous `[rows, width]` view of `tensor` (no copy when it is already contiguous): the
-/// kernels index by row-major linear index, which is also the mask's element index.
-fn as_rows<R: CubeRuntime>(tensor: CubeTensor<R>, rows: usize, width: usize) -> CubeTensor<R> {
-    reshape(into_contiguous(tensor), Shape::new([rows, width]))
-}
 
 /// The mask parameters of the kernels: `(threshold, scale)`, the scale rounded from f64.
 fn mask_args(p: f64) -> (u32, f32) {
@@ -108,7 +94,7 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
 ) -> CubeTensor<R> {
     check_probability(p);
     let shape = x.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("bias_dropout_add", &shape);
     let dtype = x.dtype;
     assert_eq!(
         residual.meta.shape(),
@@ -133,8 +119,8 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
     let num_elements = rows * width;
     check_mask_len(num_elements);
 
-    let x = as_rows(x, rows, width);
-    let residual = as_rows(residual, rows, width);
+    let x = contiguous_as(x, Shape::new([rows, width]));
+    let residual = contiguous_as(residual, Shape::new([rows, width]));
     let (client, device) = (x.client.clone(), x.device.clone());
     let seed = seed_arg(seed, p, &client, &device);
     let y = empty_device_contiguous_dtype(client.clone(), device, Shape::new([rows, width]), dtype);
@@ -190,13 +176,13 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
 ) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
     check_probability(p);
     let shape = grad_out.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("bias_dropout_add", &shape);
     let dtype = grad_out.dtype;
     let num_elements = rows * width;
     check_mask_len(num_elements);
     let dropout = p > 0.0;
 
-    let grad_out = as_rows(grad_out, rows, width);
+    let grad_out = contiguous_as(grad_out, Shape::new([rows, width]));
     let (client, device) = (grad_out.client.clone(), grad_out.device.clone());
     let alloc = |shape: Shape, dtype: DType| {
         empty_device_contiguous_dtype(client.clone(), device.clone(), shape, dtype)

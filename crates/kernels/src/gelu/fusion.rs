@@ -1,26 +1,15 @@
 //! [`GeluKernel`] for Burn's fusion backend `Fusion<B>` (what `burn::backend::Wgpu` is): each
-//! call is recorded as one custom operation that, when the fusion stream executes, runs the
-//! inner backend's fused method on the materialized inputs.
+//! call is one recorded custom operation ([`crate::custom_op`]).
 //!
-//! Fusion cannot see inside a custom operation, so it is a barrier: the element-wise ops
-//! recorded before it are flushed as their own fused kernels and those after it start a new
-//! fusion. Like every fusion op it runs lazily, when a result is read or the stream is flushed.
-//!
-//! Output shapes and dtypes are declared when the operation is recorded, before the inner
-//! backend runs: `y` and `dx` take the shape and dtype of `x`, `dbias` those of `bias`. The
-//! inner results are checked against these declarations, since a mismatch would silently
-//! corrupt what fusion believes of the tensors. Whether a bias GELU has a bias is carried by the
-//! recorded operation itself (its input count), so one id serves both forms.
+//! Declared outputs: `y` and `dx` take the shape and dtype of `x`, `dbias` those of `bias`.
+//! Whether a bias GELU has a bias is carried by the recorded call, so one id serves both
+//! forms.
 
-use core::marker::PhantomData;
-
-use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 use burn::tensor::ops::FloatTensor;
-use burn::tensor::{DType, Shape, TensorMetadata};
-use burn_fusion::stream::{Operation, OperationStreams};
-use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
+use burn_fusion::{Fusion, FusionBackend};
 
 use super::GeluKernel;
+use crate::custom_op::{InnerCall, RecordedInputs, exactly, like, record};
 
 /// Custom op id of the QuickGELU forward; inputs `[x]`, outputs `[y]`.
 const QUICK_FORWARD_ID: &str = "burnacc_quick_gelu_forward";
@@ -41,130 +30,64 @@ enum Kind {
     BiasBackward { has_bias: bool },
 }
 
-/// One recorded GELU call on the inner backend `B`.
-#[derive(Debug)]
-struct GeluOp<B> {
-    desc: CustomOpIr,
-    kind: Kind,
-    _backend: PhantomData<B>,
-}
-
-impl<B: FusionBackend + GeluKernel> Operation<B::FusionRuntime> for GeluOp<B> {
-    fn execute(
-        &self,
-        handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>,
-    ) {
-        let mut inputs = self
-            .desc
-            .inputs
-            .iter()
-            .map(|ir| handles.get_float_tensor::<B>(ir));
-        let mut next = || inputs.next().expect("the recorded inputs match the kind");
-        let outputs: Vec<FloatTensor<B>> = match self.kind {
-            Kind::QuickForward => vec![B::fused_quick_gelu(next())],
+impl<B: FusionBackend + GeluKernel> InnerCall<B> for Kind {
+    fn run(&self, inputs: &mut RecordedInputs<'_, B>) -> Vec<FloatTensor<B>> {
+        match *self {
+            Kind::QuickForward => vec![B::fused_quick_gelu(inputs.float())],
             Kind::QuickBackward => {
-                let x = next();
-                vec![B::fused_quick_gelu_backward(x, next())]
+                let [x, grad_out] = exactly(inputs.floats(2));
+                vec![B::fused_quick_gelu_backward(x, grad_out)]
             }
             Kind::BiasForward { has_bias } => {
-                let x = next();
-                let bias = has_bias.then(&mut next);
+                let x = inputs.float();
+                let bias = has_bias.then(|| inputs.float());
                 vec![B::fused_bias_gelu(x, bias)]
             }
             Kind::BiasBackward { has_bias } => {
-                let x = next();
-                let bias = has_bias.then(&mut next);
-                let (dx, dbias) = B::fused_bias_gelu_backward(x, bias, next());
+                let x = inputs.float();
+                let bias = has_bias.then(|| inputs.float());
+                let (dx, dbias) = B::fused_bias_gelu_backward(x, bias, inputs.float());
                 core::iter::once(dx).chain(dbias).collect()
             }
-        };
-        assert_eq!(
-            outputs.len(),
-            self.desc.outputs.len(),
-            "{}: output count",
-            self.desc.id
-        );
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            assert!(
-                tensor.dtype() == ir.dtype && tensor.shape() == ir.shape,
-                "{}: the inner backend returned {:?} {:?} where {:?} {:?} was declared",
-                self.desc.id,
-                tensor.dtype(),
-                tensor.shape(),
-                ir.dtype,
-                ir.shape,
-            );
-            handles.register_float_tensor::<B>(&ir.id, tensor);
         }
     }
 }
 
-/// Records `kind` with `inputs` (in the order its `execute` reads them) and outputs of the
-/// given shapes and dtypes, and returns the (lazy) output tensors.
-fn record<B: FusionBackend + GeluKernel>(
-    id: &'static str,
-    kind: Kind,
-    inputs: Vec<FloatTensor<Fusion<B>>>,
-    outputs: Vec<(Shape, DType)>,
-) -> Vec<FloatTensor<Fusion<B>>> {
-    // All inputs live on one device, hence one fusion client.
-    let client = inputs[0].client.clone();
-    // Registers each input's stream, so that the operation waits for whatever produces them.
-    let streams = OperationStreams::with_inputs(&inputs);
-    let inputs: Vec<TensorIr> = inputs.into_iter().map(|t| t.into_ir()).collect();
-    let outputs: Vec<TensorIr> = outputs
-        .into_iter()
-        .map(|(shape, dtype)| TensorIr::uninit(client.create_empty_handle(), shape, dtype))
-        .collect();
-    let desc = CustomOpIr::new(id, &inputs, &outputs);
-    let op = GeluOp::<B> {
-        desc: desc.clone(),
-        kind,
-        _backend: PhantomData,
-    };
-    client.register(streams, OperationIr::Custom(desc), op)
-}
-
-/// The single output of a recorded operation.
-fn single<T>(outputs: Vec<T>) -> T {
-    let [out]: [T; 1] = outputs
-        .try_into()
-        .unwrap_or_else(|_| panic!("one output was declared"));
-    out
-}
-
 impl<B: FusionBackend + GeluKernel> GeluKernel for Fusion<B> {
     fn fused_quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let out = vec![(x.shape.clone(), x.dtype)];
-        single(record::<B>(
+        let out = vec![like(&x)];
+        let [y] = exactly(record::<B, _>(
             QUICK_FORWARD_ID,
             Kind::QuickForward,
             vec![x],
             out,
-        ))
+        ));
+        y
     }
 
     fn fused_quick_gelu_backward(
         x: FloatTensor<Self>,
         grad_out: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        let out = vec![(x.shape.clone(), x.dtype)];
+        let out = vec![like(&x)];
         let inputs = vec![x, grad_out];
-        single(record::<B>(
+        let [dx] = exactly(record::<B, _>(
             QUICK_BACKWARD_ID,
             Kind::QuickBackward,
             inputs,
             out,
-        ))
+        ));
+        dx
     }
 
     fn fused_bias_gelu(x: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
-        let out = vec![(x.shape.clone(), x.dtype)];
+        let out = vec![like(&x)];
         let kind = Kind::BiasForward {
             has_bias: bias.is_some(),
         };
         let inputs = core::iter::once(x).chain(bias).collect();
-        single(record::<B>(BIAS_FORWARD_ID, kind, inputs, out))
+        let [y] = exactly(record::<B, _>(BIAS_FORWARD_ID, kind, inputs, out));
+        y
     }
 
     fn fused_bias_gelu_backward(
@@ -172,8 +95,8 @@ impl<B: FusionBackend + GeluKernel> GeluKernel for Fusion<B> {
         bias: Option<FloatTensor<Self>>,
         grad_out: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
-        let mut outputs = vec![(x.shape.clone(), x.dtype)];
-        outputs.extend(bias.as_ref().map(|b| (b.shape.clone(), b.dtype)));
+        let mut outputs = vec![like(&x)];
+        outputs.extend(bias.as_ref().map(like));
         let kind = Kind::BiasBackward {
             has_bias: bias.is_some(),
         };
@@ -181,7 +104,7 @@ impl<B: FusionBackend + GeluKernel> GeluKernel for Fusion<B> {
             .chain(bias)
             .chain(core::iter::once(grad_out))
             .collect();
-        let mut outputs = record::<B>(BIAS_BACKWARD_ID, kind, inputs, outputs).into_iter();
+        let mut outputs = record::<B, _>(BIAS_BACKWARD_ID, kind, inputs, outputs).into_iter();
         let dx = outputs.next().expect("dx was declared");
         (dx, outputs.next())
     }

@@ -5,13 +5,11 @@
 //! contiguous one is used as is), computes in f32 and returns outputs in the input's dtype.
 //! An empty input launches nothing (and bumps no counter).
 
-use burn::cubecl::{
-    CubeCount, CubeDim, calculate_cube_count_elemwise, tensor_vector_size_parallel,
-};
+use burn::cubecl::{CubeCount, CubeDim, calculate_cube_count_elemwise};
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
+use burn_cubecl::ops::numeric::zeros_client;
 use burn_cubecl::ops::reshape;
 use burn_cubecl::tensor::CubeTensor;
 
@@ -24,6 +22,7 @@ use super::kernel::{
     bias_gelu_forward_kernel, gelu_backward_kernel, gelu_forward_kernel,
     quick_gelu_backward_kernel, quick_gelu_forward_kernel,
 };
+use crate::cube_util::{contiguous_as, elementwise_grid, empty_like, rows_and_width, vector_size};
 
 /// Upper bound on the row blocks of the dbias partial sums, which bounds both the
 /// `[blocks, width]` f32 scratch and the serial loop of the final kernel.
@@ -35,43 +34,6 @@ const MAX_COLUMN_CUBE: usize = 256;
 /// Fewest units per cube of the column kernels: one warp/wavefront-sized group, so that narrow
 /// widths do not launch mostly idle 256-unit cubes.
 const MIN_COLUMN_CUBE: usize = 32;
-
-/// `[..., width]` → `(rows, width)` with `rows` the product of the leading dimensions.
-fn rows_and_width(shape: &Shape) -> (usize, usize) {
-    let dims = shape.as_slice();
-    let (&width, leading) = dims
-        .split_last()
-        .expect("bias_gelu: the input must have at least one dimension");
-    (leading.iter().product(), width)
-}
-
-/// Contiguous view of `tensor` with the given shape (no copy when already contiguous).
-fn contiguous_as<R: CubeRuntime>(tensor: CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
-    reshape(into_contiguous(tensor), shape)
-}
-
-/// The widest vector the device loads efficiently for this dtype that divides the last
-/// dimension of the contiguous `tensor` (1 when none does), so that vectors never straddle
-/// rows.
-fn vector_size<R: CubeRuntime>(tensor: &CubeTensor<R>) -> usize {
-    let sizes = tensor.client.io_optimized_vector_sizes(tensor.dtype.size());
-    let last = tensor.meta.num_dims() - 1;
-    tensor_vector_size_parallel(sizes, tensor.meta.shape(), tensor.meta.strides(), last)
-}
-
-/// Grid of an element-wise kernel with one unit per vector.
-fn elementwise_grid<R: CubeRuntime>(tensor: &CubeTensor<R>, units: usize) -> (CubeCount, CubeDim) {
-    let dim = CubeDim::new(&tensor.client, units);
-    (
-        calculate_cube_count_elemwise(&tensor.client, units, dim),
-        dim,
-    )
-}
-
-/// Allocates a contiguous tensor on the device of `like`.
-fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
-    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
-}
 
 fn assert_same<R: CubeRuntime>(op: &str, name: &str, tensor: &CubeTensor<R>, x: &CubeTensor<R>) {
     assert_eq!(
@@ -197,7 +159,7 @@ pub fn bias_gelu_forward_cube<R: CubeRuntime>(
         return y;
     };
     let shape = x.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("bias_gelu", &shape);
     let dtype = x.dtype;
     assert_bias(&bias, width, dtype);
 
@@ -249,7 +211,7 @@ pub fn bias_gelu_backward_cube<R: CubeRuntime>(
         return (dx, None);
     };
     let shape = x.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("bias_gelu", &shape);
     let dtype = x.dtype;
     assert_bias(&bias, width, dtype);
 

@@ -5,7 +5,6 @@ use burn::cubecl::server::CubeCountSelection;
 use burn::cubecl::{CubeCount, CubeDim, calculate_cube_count_elemwise};
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
-use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::ops::reshape;
 use burn_cubecl::tensor::CubeTensor;
@@ -15,6 +14,7 @@ use super::kernel::{
     layer_norm_backward_dx_kernel, layer_norm_backward_params_final_kernel,
     layer_norm_backward_params_partial_kernel, layer_norm_forward_kernel,
 };
+use crate::cube_util::{contiguous_as, rows_and_width};
 
 /// Largest cube of the row kernels. 256 units keep a 768..4096-wide row at a few elements per
 /// unit, and fit every device's limit.
@@ -27,15 +27,6 @@ const MAX_ROW_BLOCKS: usize = 256;
 /// Fewest rows a block sums, so that small batches do not spread over many near-empty blocks.
 const MIN_ROWS_PER_BLOCK: usize = 16;
 
-/// `[..., width]` → `(rows, width)` with `rows` the product of the leading dimensions.
-fn rows_and_width(shape: &Shape) -> (usize, usize) {
-    let dims = shape.as_slice();
-    let (&width, leading) = dims
-        .split_last()
-        .expect("layer_norm: the input must have at least one dimension");
-    (leading.iter().product(), width)
-}
-
 /// The row kernels' cube size: a power of two (their tree reduction halves it down to one)
 /// within the device's limit.
 fn row_cube_size<R: CubeRuntime>(tensor: &CubeTensor<R>) -> u32 {
@@ -44,11 +35,6 @@ fn row_cube_size<R: CubeRuntime>(tensor: &CubeTensor<R>) -> u32 {
         .min(hardware.max_units_per_cube)
         .min(hardware.max_cube_dim.0);
     1 << (u32::BITS - 1 - limit.leading_zeros())
-}
-
-/// Contiguous `[rows, width]` view of `tensor` (no copy when it is already contiguous).
-fn as_rows<R: CubeRuntime>(tensor: CubeTensor<R>, rows: usize, width: usize) -> CubeTensor<R> {
-    reshape(into_contiguous(tensor), Shape::new([rows, width]))
 }
 
 fn assert_vector<R: CubeRuntime>(name: &str, tensor: &CubeTensor<R>, width: usize, dtype: DType) {
@@ -80,13 +66,13 @@ pub fn layer_norm_forward_cube<R: CubeRuntime>(
     eps: f64,
 ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
     let shape = x.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("layer_norm", &shape);
     assert!(width > 0, "layer_norm: the normalized dimension is empty");
     let dtype = x.dtype;
     assert_vector("gamma", &gamma, width, dtype);
     assert_vector("beta", &beta, width, dtype);
 
-    let x = as_rows(x, rows, width);
+    let x = contiguous_as(x, Shape::new([rows, width]));
     let (client, device) = (x.client.clone(), x.device.clone());
     let y = empty_device_contiguous_dtype(
         client.clone(),
@@ -145,7 +131,7 @@ pub fn layer_norm_backward_cube<R: CubeRuntime>(
     rstd: CubeTensor<R>,
 ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
     let shape = x.meta.shape().clone();
-    let (rows, width) = rows_and_width(&shape);
+    let (rows, width) = rows_and_width("layer_norm", &shape);
     assert!(width > 0, "layer_norm: the normalized dimension is empty");
     let dtype = x.dtype;
     assert_vector("gamma", &gamma, width, dtype);
@@ -161,8 +147,8 @@ pub fn layer_norm_backward_cube<R: CubeRuntime>(
     assert_vector("mean", &mean, rows, DType::F32);
     assert_vector("rstd", &rstd, rows, DType::F32);
 
-    let x = as_rows(x, rows, width);
-    let grad_out = as_rows(grad_out, rows, width);
+    let x = contiguous_as(x, Shape::new([rows, width]));
+    let grad_out = contiguous_as(grad_out, Shape::new([rows, width]));
     let (client, device) = (x.client.clone(), x.device.clone());
     let alloc = |shape: Shape, dtype: DType| {
         empty_device_contiguous_dtype(client.clone(), device.clone(), shape, dtype)

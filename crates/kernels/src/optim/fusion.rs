@@ -1,22 +1,15 @@
 //! [`MultiTensorOptim`] for Burn's fusion backend `Fusion<B>` (what `burn::backend::Wgpu` is):
-//! each group step is recorded as one custom operation that, when the fusion stream executes,
-//! runs the inner backend's multi-tensor step on the materialized tensors.
-//!
-//! The operation is a fusion barrier, like every custom operation: the element-wise ops
-//! recorded before it (the gradient unscaling, the bias corrections) are flushed as their own
-//! fused kernels. Outputs are declared when the operation is recorded: each new tensor takes
-//! the shape and dtype of the tensor it replaces, and the inner results are checked against
-//! the declarations.
+//! each group step is one recorded custom operation ([`crate::custom_op`]), hence a fusion
+//! barrier: the element-wise ops recorded before it (the gradient unscaling, the bias
+//! corrections) are flushed as their own fused kernels. Each declared output takes the shape
+//! and dtype of the tensor it replaces.
 
-use core::marker::PhantomData;
-
-use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 use burn::tensor::ops::FloatTensor;
-use burn_fusion::stream::{Operation, OperationStreams};
-use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
+use burn_fusion::{Fusion, FusionBackend};
 
 use super::MultiTensorOptim;
 use super::group::{AdamGroup, AdamHyper, AdamUpdate, SgdGroup, SgdHyper, SgdUpdate};
+use crate::custom_op::{InnerCall, RecordedInputs, like, record};
 
 /// Custom op id of the Adam step; inputs `[params.., grads.., exp_avg.., exp_avg_sq..,
 /// step_size, bc2_sqrt, (found_inf)]`, outputs `[params.., exp_avg.., exp_avg_sq..]`.
@@ -39,42 +32,23 @@ enum Kind {
     },
 }
 
-/// One recorded group step on the inner backend `B`.
-#[derive(Debug)]
-struct MultiTensorOp<B> {
-    desc: CustomOpIr,
-    kind: Kind,
-    _backend: PhantomData<B>,
-}
-
-impl<B: FusionBackend + MultiTensorOptim> Operation<B::FusionRuntime> for MultiTensorOp<B> {
-    fn execute(
-        &self,
-        handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>,
-    ) {
-        let mut inputs = self
-            .desc
-            .inputs
-            .iter()
-            .map(|ir| handles.get_float_tensor::<B>(ir))
-            .collect::<Vec<_>>()
-            .into_iter();
-        let outputs: Vec<FloatTensor<B>> = match self.kind {
+impl<B: FusionBackend + MultiTensorOptim> InnerCall<B> for Kind {
+    fn run(&self, inputs: &mut RecordedInputs<'_, B>) -> Vec<FloatTensor<B>> {
+        match *self {
             Kind::Adam {
                 hyper,
                 has_found_inf,
             } => {
-                let n = (self.desc.inputs.len() - 2 - usize::from(has_found_inf)) / 4;
-                let mut take = |count: usize| inputs.by_ref().take(count).collect::<Vec<_>>();
+                let n = (inputs.remaining() - 2 - usize::from(has_found_inf)) / 4;
                 let group = AdamGroup {
-                    params: take(n),
-                    grads: take(n),
-                    exp_avg: take(n),
-                    exp_avg_sq: take(n),
-                    step_size: take(1).remove(0),
-                    bc2_sqrt: take(1).remove(0),
+                    params: inputs.floats(n),
+                    grads: inputs.floats(n),
+                    exp_avg: inputs.floats(n),
+                    exp_avg_sq: inputs.floats(n),
+                    step_size: inputs.float(),
+                    bc2_sqrt: inputs.float(),
                 };
-                let found_inf = has_found_inf.then(|| take(1).remove(0));
+                let found_inf = has_found_inf.then(|| inputs.float());
                 let update = B::multi_tensor_adam(group, hyper, found_inf);
                 [update.params, update.exp_avg, update.exp_avg_sq].concat()
             }
@@ -85,16 +59,15 @@ impl<B: FusionBackend + MultiTensorOptim> Operation<B::FusionRuntime> for MultiT
             } => {
                 let shared = usize::from(momentum) + usize::from(has_found_inf);
                 let per_tensor = 2 + usize::from(momentum);
-                let n = (self.desc.inputs.len() - shared) / per_tensor;
-                let mut take = |count: usize| inputs.by_ref().take(count).collect::<Vec<_>>();
-                let params = take(n);
-                let grads = take(n);
+                let n = (inputs.remaining() - shared) / per_tensor;
+                let params = inputs.floats(n);
+                let grads = inputs.floats(n);
                 let (momentum_buffer, first) = if momentum {
-                    (take(n), Some(take(1).remove(0)))
+                    (inputs.floats(n), Some(inputs.float()))
                 } else {
                     (Vec::new(), None)
                 };
-                let found_inf = has_found_inf.then(|| take(1).remove(0));
+                let found_inf = has_found_inf.then(|| inputs.float());
                 let group = SgdGroup {
                     params,
                     grads,
@@ -104,56 +77,8 @@ impl<B: FusionBackend + MultiTensorOptim> Operation<B::FusionRuntime> for MultiT
                 let update = B::multi_tensor_sgd(group, hyper, found_inf);
                 [update.params, update.momentum_buffer].concat()
             }
-        };
-        assert_eq!(
-            outputs.len(),
-            self.desc.outputs.len(),
-            "{}: output count",
-            self.desc.id
-        );
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            use burn::tensor::TensorMetadata;
-            assert!(
-                tensor.dtype() == ir.dtype && tensor.shape() == ir.shape,
-                "{}: the inner backend returned {:?} {:?} where {:?} {:?} was declared",
-                self.desc.id,
-                tensor.dtype(),
-                tensor.shape(),
-                ir.dtype,
-                ir.shape,
-            );
-            handles.register_float_tensor::<B>(&ir.id, tensor);
         }
     }
-}
-
-/// Records `kind` over `inputs`, with one output shaped and typed like each of `like`, and
-/// returns the (lazy) outputs in order.
-fn record<B: FusionBackend + MultiTensorOptim>(
-    id: &'static str,
-    kind: Kind,
-    inputs: Vec<FloatTensor<Fusion<B>>>,
-    like: &[FloatTensor<Fusion<B>>],
-) -> Vec<FloatTensor<Fusion<B>>> {
-    let Some(head) = inputs.first() else {
-        return Vec::new();
-    };
-    // All tensors live on one device, hence one fusion client.
-    let client = head.client.clone();
-    let outputs: Vec<TensorIr> = like
-        .iter()
-        .map(|t| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype))
-        .collect();
-    // Registers each input's stream, so that the operation waits for whatever produces them.
-    let streams = OperationStreams::with_inputs(&inputs);
-    let inputs: Vec<TensorIr> = inputs.into_iter().map(|t| t.into_ir()).collect();
-    let desc = CustomOpIr::new(id, &inputs, &outputs);
-    let op = MultiTensorOp::<B> {
-        desc: desc.clone(),
-        kind,
-        _backend: PhantomData,
-    };
-    client.register(streams, OperationIr::Custom(desc), op)
 }
 
 /// `n` tensors off the front of `outputs`.
@@ -176,12 +101,11 @@ impl<B: FusionBackend + MultiTensorOptim> MultiTensorOptim for Fusion<B> {
                 exp_avg_sq: Vec::new(),
             };
         }
-        let like = [
-            group.params.clone(),
-            group.exp_avg.clone(),
-            group.exp_avg_sq.clone(),
-        ]
-        .concat();
+        let outputs = [&group.params, &group.exp_avg, &group.exp_avg_sq]
+            .into_iter()
+            .flatten()
+            .map(like)
+            .collect();
         let kind = Kind::Adam {
             hyper,
             has_found_inf: found_inf.is_some(),
@@ -190,7 +114,7 @@ impl<B: FusionBackend + MultiTensorOptim> MultiTensorOptim for Fusion<B> {
         inputs.push(group.step_size);
         inputs.push(group.bc2_sqrt);
         inputs.extend(found_inf);
-        let mut outputs = record::<B>(ADAM_ID, kind, inputs, &like);
+        let mut outputs = record::<B, _>(ADAM_ID, kind, inputs, outputs);
         let params = split_off_front(&mut outputs, n);
         let exp_avg = split_off_front(&mut outputs, n);
         AdamUpdate {
@@ -213,7 +137,11 @@ impl<B: FusionBackend + MultiTensorOptim> MultiTensorOptim for Fusion<B> {
             };
         }
         let momentum = !group.momentum_buffer.is_empty();
-        let like = [group.params.clone(), group.momentum_buffer.clone()].concat();
+        let outputs = [&group.params, &group.momentum_buffer]
+            .into_iter()
+            .flatten()
+            .map(like)
+            .collect();
         let kind = Kind::Sgd {
             hyper,
             momentum,
@@ -228,7 +156,7 @@ impl<B: FusionBackend + MultiTensorOptim> MultiTensorOptim for Fusion<B> {
             );
         }
         inputs.extend(found_inf);
-        let mut outputs = record::<B>(SGD_ID, kind, inputs, &like);
+        let mut outputs = record::<B, _>(SGD_ID, kind, inputs, outputs);
         let params = split_off_front(&mut outputs, n);
         SgdUpdate {
             params,

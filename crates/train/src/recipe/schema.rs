@@ -54,6 +54,13 @@ pub struct KernelsSection {
     /// runs as one fused op after the matmul, its mask regenerated in the backward from a seed
     /// drawn on the device (`burnacc_backend::fused::bias_dropout_add`).
     pub bias_dropout_add: bool,
+    /// Swin's cyclic shift + pad + window partition, and its reverse, run as one fused gather
+    /// each way (`burnacc_backend::fused::window_process`; TorchAcc's `WindowProcess`).
+    pub window_process: bool,
+    /// Swin's window attention adds the relative position bias (gathered from its table inside
+    /// the kernel) and the shifted-window mask and takes the softmax in one fused op, forward
+    /// and backward (`burnacc_backend::fused::window_softmax`; TorchAcc's `FusedSwinFmha`).
+    pub swin_fmha: bool,
 }
 
 impl KernelsSection {
@@ -66,10 +73,12 @@ impl KernelsSection {
             ("kernels.bias_gelu", self.bias_gelu),
             ("kernels.quick_gelu", self.quick_gelu),
             ("kernels.bias_dropout_add", self.bias_dropout_add),
+            ("kernels.window_process", self.window_process),
+            ("kernels.swin_fmha", self.swin_fmha),
         ]
-            .into_iter()
-            .filter_map(|(key, on)| on.then_some(key))
-            .collect()
+        .into_iter()
+        .filter_map(|(key, on)| on.then_some(key))
+        .collect()
     }
 }
 

@@ -1,0 +1,58 @@
+//! Host-side helpers the CubeCL launchers share: shapes as rows, contiguous views, vector
+//! sizes, element-wise grids and output allocation on Burn's [`CubeTensor`].
+
+use burn::cubecl::{
+    CubeCount, CubeDim, calculate_cube_count_elemwise, tensor_vector_size_parallel,
+};
+use burn::tensor::{DType, Shape};
+use burn_cubecl::CubeRuntime;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::ops::reshape;
+use burn_cubecl::tensor::CubeTensor;
+
+/// `[..., width]` → `(rows, width)` with `rows` the product of the leading dimensions; `op`
+/// names the operation in the panic message of a rank-0 input.
+pub(crate) fn rows_and_width(op: &str, shape: &Shape) -> (usize, usize) {
+    let dims = shape.as_slice();
+    let (&width, leading) = dims
+        .split_last()
+        .unwrap_or_else(|| panic!("{op}: the input must have at least one dimension"));
+    (leading.iter().product(), width)
+}
+
+/// Contiguous view of `tensor` with the given shape (no copy when already contiguous): the
+/// kernels index by row-major linear index.
+pub(crate) fn contiguous_as<R: CubeRuntime>(tensor: CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
+    reshape(into_contiguous(tensor), shape)
+}
+
+/// The widest vector the device loads efficiently for this dtype that divides the last
+/// dimension of the contiguous `tensor` (1 when none does), so that vectors never straddle
+/// rows.
+pub(crate) fn vector_size<R: CubeRuntime>(tensor: &CubeTensor<R>) -> usize {
+    let sizes = tensor.client.io_optimized_vector_sizes(tensor.dtype.size());
+    let last = tensor.meta.num_dims() - 1;
+    tensor_vector_size_parallel(sizes, tensor.meta.shape(), tensor.meta.strides(), last)
+}
+
+/// Grid of an element-wise kernel with one unit per vector.
+pub(crate) fn elementwise_grid<R: CubeRuntime>(
+    tensor: &CubeTensor<R>,
+    units: usize,
+) -> (CubeCount, CubeDim) {
+    let dim = CubeDim::new(&tensor.client, units);
+    (
+        calculate_cube_count_elemwise(&tensor.client, units, dim),
+        dim,
+    )
+}
+
+/// Allocates a contiguous tensor on the device of `like`.
+pub(crate) fn empty_like<R: CubeRuntime>(
+    like: &CubeTensor<R>,
+    shape: Shape,
+    dtype: DType,
+) -> CubeTensor<R> {
+    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
+}
