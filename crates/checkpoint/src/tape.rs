@@ -15,7 +15,8 @@ type Grad<B> = FloatTensor<<B as AutodiffBackend>::InnerBackend>;
 
 /// Recomputes a block and back-propagates its output's gradient through it: the gradients of
 /// that backward pass, and the gradient of the block's input (`None` when untracked).
-type BlockBackward<B> = Box<dyn FnOnce(Grad<B>) -> (<B as AutodiffBackend>::Gradients, Option<Grad<B>>)>;
+type BlockBackward<B> =
+    Box<dyn FnOnce(Grad<B>) -> (<B as AutodiffBackend>::Gradients, Option<Grad<B>>)>;
 
 /// Back-propagates the gradient of a block's input through the recorded ops that produced it.
 type SegmentBackward<B> = Box<dyn FnOnce(Grad<B>) -> <B as AutodiffBackend>::Gradients>;
@@ -61,6 +62,9 @@ pub struct CheckpointTape<B: CheckpointBackend> {
     last_output: Option<NodeKey>,
     /// With RNG replay: the seed blocks' seeds derive from.
     rng_seed: Option<u64>,
+    /// Blocks run through the tape so far, checkpointed or not: the index of the next one's
+    /// seed.
+    blocks_seen: usize,
 }
 
 impl<B: CheckpointBackend> Default for CheckpointTape<B> {
@@ -76,14 +80,18 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
             entries: Vec::new(),
             last_output: None,
             rng_seed: None,
+            blocks_seen: 0,
         }
     }
 
-    /// An empty tape that replays random draws: before the `k`-th checkpointed block runs, and
-    /// again before it is recomputed, the device's generator is seeded with
+    /// An empty tape that replays random draws: before the `k`-th block run through the tape
+    /// (by [`checkpoint`](Self::checkpoint) or [`unchecked`](Self::unchecked)) runs, and again
+    /// before a checkpointed one is recomputed, the device's generator is seeded with
     /// [`block_seed`]`(seed, k)`, so dropout inside the block draws the same masks both times
     /// (PyTorch's `preserve_rng_state`, which saves and restores the generator's state;
-    /// Burn 0.21 can set a backend's generator but not read it back).
+    /// Burn 0.21 can set a backend's generator but not read it back). Since every block is
+    /// seeded by its position, a model draws the same values whichever of its blocks are
+    /// checkpointed.
     pub fn with_rng_replay(seed: u64) -> Self {
         Self {
             rng_seed: Some(seed),
@@ -125,12 +133,7 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         F: Fn(&M, Tensor<B, D>) -> Tensor<B, E> + 'static,
     {
         let autocast_at_forward = autocast_dtype();
-        let replay = self
-            .rng_seed
-            .map(|seed| (input.device(), block_seed(seed, self.entries.len())));
-        if let Some((device, seed)) = &replay {
-            B::seed(device, *seed);
-        }
+        let replay = self.seed_next_block(&input.device());
         materialize(block);
         // Burn's `detach` keeps a leaf's `require_grad`: the input must be untracked for the
         // forward pass not to be recorded.
@@ -148,7 +151,8 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         let saved = input.clone().inner();
         let block = block.clone();
         let block_backward: BlockBackward<B> = Box::new(move |grad_output| {
-            let _autocast = autocast_at_forward.map(|d| autocast(d).expect("it was on at the forward pass"));
+            let _autocast =
+                autocast_at_forward.map(|d| autocast(d).expect("it was on at the forward pass"));
             if let Some((device, seed)) = &replay {
                 B::seed(device, *seed);
             }
@@ -167,7 +171,9 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
             let grads = (output * grad_output).sum().backward();
             Buffers::restore(buffers, block);
             let grad_input = tracked.then(|| {
-                let grad = input.grad(&grads).expect("the recomputed block reads its input");
+                let grad = input
+                    .grad(&grads)
+                    .expect("the recomputed block reads its input");
                 grad.into_primitive().tensor()
             });
             (grads, grad_input)
@@ -183,9 +189,38 @@ impl<B: CheckpointBackend> CheckpointTape<B> {
         self.entries.push(Entry {
             block_backward,
             segment_backward,
-            output_grad: Box::new(move |grads| leaf.grad(grads).map(|g| g.into_primitive().tensor())),
+            output_grad: Box::new(move |grads| {
+                leaf.grad(grads).map(|g| g.into_primitive().tensor())
+            }),
         });
         output
+    }
+
+    /// `forward(block, input)` recorded as usual, not checkpointed, with the block's random
+    /// draws seeded as [`checkpoint`](Self::checkpoint) would seed them at this position (on a
+    /// tape with RNG replay), so that checkpointing a block or not leaves every draw of the
+    /// forward pass unchanged.
+    pub fn unchecked<M, F, const D: usize, const E: usize>(
+        &mut self,
+        block: &M,
+        input: Tensor<B, D>,
+        forward: F,
+    ) -> Tensor<B, E>
+    where
+        F: FnOnce(&M, Tensor<B, D>) -> Tensor<B, E>,
+    {
+        self.seed_next_block(&input.device());
+        forward(block, input)
+    }
+
+    /// With RNG replay, seeds `device`'s generator for the next block and returns the device
+    /// and seed to replay it with; counts the block either way.
+    fn seed_next_block(&mut self, device: &B::Device) -> Option<(B::Device, u64)> {
+        let index = self.blocks_seen;
+        self.blocks_seen += 1;
+        let seed = block_seed(self.rng_seed?, index);
+        B::seed(device, seed);
+        Some((device.clone(), seed))
     }
 
     /// Back-propagates `loss` through everything recorded and every checkpointed block, and
@@ -231,8 +266,8 @@ fn to_tensor<B: AutodiffBackend, const D: usize>(grad: Grad<B>) -> Tensor<B, D> 
     Tensor::from_inner(Tensor::from_primitive(TensorPrimitive::Float(grad)))
 }
 
-/// The seed of the `index`-th checkpointed block of a tape replaying from `seed` (SplitMix64
-/// of both, so neighbouring blocks and steps get unrelated streams).
+/// The seed of the `index`-th block of a tape replaying from `seed` (SplitMix64 of both, so
+/// neighbouring blocks and steps get unrelated streams).
 pub fn block_seed(seed: u64, index: usize) -> u64 {
     let mut z = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -8,7 +8,9 @@
 //!
 //! `cuda` needs `--features cuda`. Per case (LayerNorm, bias + GELU, QuickGELU, and
 //! bias + dropout + residual add, each forward and backward; multi-tensor AdamW over BERT
-//! parameters and SGD-momentum over ResNet-50 parameters), on the chosen device:
+//! parameters and SGD-momentum over ResNet-50 parameters; Swin's window process and its
+//! reverse, and its attention softmax forward and backward, against the model's own ops), on
+//! the chosen device:
 //!
 //! - **fused**: the kernel through its backend extension trait on the eager backend
 //!   (`CubeBackend` for wgpu and cuda; Flex on the CPU, where only the optimizers have a fused

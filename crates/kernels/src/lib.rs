@@ -14,6 +14,7 @@ mod cube_util;
 mod custom_op;
 mod fallback;
 pub mod gelu;
+mod launch_counter;
 pub mod layer_norm;
 pub mod optim;
 pub mod swin_attention;

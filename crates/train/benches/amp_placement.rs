@@ -8,7 +8,6 @@
 
 use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::{Autodiff, Flex};
-use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, FloatDType, Int, Tensor, TensorData};

@@ -158,12 +158,7 @@ fn acc_window_process<K: WindowProcessKernel>(
     window: [usize; 2],
     shift: [usize; 2],
 ) -> FloatTensor<Acc<K>> {
-    let geometry = WindowGeometry {
-        resolution,
-        window,
-        shift,
-    };
-    K::fused_window_process(x, geometry)
+    K::fused_window_process(x, window_geometry(resolution, window, shift))
 }
 
 /// Swin's merge + crop + reverse shift as `K`'s fused op, for a model on `Acc<K>`.
@@ -173,12 +168,19 @@ fn acc_window_process_reverse<K: WindowProcessKernel>(
     window: [usize; 2],
     shift: [usize; 2],
 ) -> FloatTensor<Acc<K>> {
-    let geometry = WindowGeometry {
+    K::fused_window_process_reverse(windows, window_geometry(resolution, window, shift))
+}
+
+fn window_geometry(
+    resolution: [usize; 2],
+    window: [usize; 2],
+    shift: [usize; 2],
+) -> WindowGeometry {
+    WindowGeometry {
         resolution,
         window,
         shift,
-    };
-    K::fused_window_process_reverse(windows, geometry)
+    }
 }
 
 /// Swin's bias + mask + softmax as `K`'s fused op, for a model on `Acc<K>`.

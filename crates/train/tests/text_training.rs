@@ -1,6 +1,7 @@
 //! Tier 3: fine-tuning the imported all-MiniLM-L6-v2 on Rotten Tomatoes through the trainer.
 //! Packing and layer checkpointing change how a step is computed, not what: without dropout
-//! they give the losses of plain padded batches at every step.
+//! they give the losses of plain padded batches at every step, and with dropout a checkpointed
+//! run gives the losses of a plain one.
 //!
 //! Needs the files of `scripts/fetch_text_data.sh`; without them each test says so and passes
 //! without checking.
@@ -148,6 +149,21 @@ fn packing_and_layer_checkpointing_train_like_padded_batches() {
             );
         }
     }
+    // With dropout on (the model's 0.1), a checkpointed layer replays its masks and every
+    // layer draws from a seed of its position: checkpointing still changes nothing.
+    let dropped = losses(&run(root.path(), STEPS, &[]));
+    let dropped_checkpointed = losses(&run(root.path(), STEPS, &["checkpoint.mode=blocks"]));
+    for (step, (a, b)) in dropped_checkpointed.iter().zip(&dropped).enumerate() {
+        assert!(
+            rel(*a, *b) < 1e-4,
+            "dropout, step {}: {a} checkpointed vs {b} plain\n{dropped_checkpointed:?}\n{dropped:?}",
+            step + 1
+        );
+    }
+    assert!(
+        dropped.iter().zip(&plain).any(|(a, b)| rel(*a, *b) > 1e-4),
+        "dropout changed nothing: {dropped:?} vs {plain:?}"
+    );
 }
 
 #[test]

@@ -27,11 +27,20 @@ pub enum Case {
     Adam,
     /// One SGD-momentum step over the ResNet-50 parameter list: `p, g, buf → p, buf`.
     Sgd,
+    /// Swin shift + window partition: `x → windows`.
+    WindowProcess,
+    /// Swin window merge + reverse shift: `windows → x` (also the process's backward).
+    WindowProcessReverse,
+    /// Swin attention bias + mask + softmax forward: `scores, table, mask → probs`.
+    SwinSoftmaxFwd,
+    /// Its backward to the scores: `probs, dprobs → dscores` (the table's small reduction,
+    /// Burn ops on both paths, is not timed).
+    SwinSoftmaxBwd,
 }
 
 impl Case {
     /// Every case, in table order.
-    pub const ALL: [Case; 10] = [
+    pub const ALL: [Case; 14] = [
         Case::LayerNormFwd,
         Case::LayerNormBwd,
         Case::BiasGeluFwd,
@@ -42,6 +51,10 @@ impl Case {
         Case::BdaBwd,
         Case::Adam,
         Case::Sgd,
+        Case::WindowProcess,
+        Case::WindowProcessReverse,
+        Case::SwinSoftmaxFwd,
+        Case::SwinSoftmaxBwd,
     ];
 
     /// Name in the table (also what `--only` matches).
@@ -57,6 +70,10 @@ impl Case {
             Case::BdaBwd => "bias_dropout_add bwd",
             Case::Adam => "adamw (multi-tensor)",
             Case::Sgd => "sgd momentum (multi-tensor)",
+            Case::WindowProcess => "window_process",
+            Case::WindowProcessReverse => "window_process reverse",
+            Case::SwinSoftmaxFwd => "swin_fmha softmax fwd",
+            Case::SwinSoftmaxBwd => "swin_fmha softmax bwd",
         }
     }
 }
@@ -74,11 +91,62 @@ pub struct Sizes {
     pub adam: (Vec<Vec<usize>>, &'static str),
     /// The SGD group's parameter shapes, and what they are.
     pub sgd: (Vec<Vec<usize>>, &'static str),
+    /// The Swin cases' stage.
+    pub swin: SwinStage,
+}
+
+/// One shifted Swin stage: `[batch, side, side, channels]` maps, `window × window` windows
+/// shifted by `window / 2`, `heads` attention heads.
+#[derive(Clone, Copy, Debug)]
+pub struct SwinStage {
+    /// Images.
+    pub batch: usize,
+    /// Map side (tokens).
+    pub side: usize,
+    /// Channels.
+    pub channels: usize,
+    /// Window side (tokens).
+    pub window: usize,
+    /// Attention heads.
+    pub heads: usize,
+}
+
+impl SwinStage {
+    /// Swin-T's first stage (56 × 56 tokens, 96 channels, 3 heads, 7 × 7 windows).
+    const fn swin_t_stage1(batch: usize) -> Self {
+        Self {
+            batch,
+            side: 56,
+            channels: 96,
+            window: 7,
+            heads: 3,
+        }
+    }
+
+    /// Elements of the map, `batch · side² · channels` (no padding at these sizes).
+    pub fn map_len(&self) -> usize {
+        self.batch * self.side * self.side * self.channels
+    }
+
+    /// Windows over the batch.
+    pub fn windows(&self) -> usize {
+        self.batch * (self.side / self.window).pow(2)
+    }
+
+    /// Tokens per window.
+    pub fn tokens(&self) -> usize {
+        self.window * self.window
+    }
+
+    /// Elements of the attention scores, `windows · heads · tokens²`.
+    pub fn scores_len(&self) -> usize {
+        self.windows() * self.heads * self.tokens().pow(2)
+    }
 }
 
 impl Sizes {
     /// The shapes of issue 6: BERT-base activations at 8192 tokens (batch 64 × 128), BERT-base
-    /// parameters for AdamW, ResNet-50 parameters for SGD.
+    /// parameters for AdamW, ResNet-50 parameters for SGD; Swin-T's first stage at batch 64.
     pub fn full() -> Self {
         Self {
             layer_norm: [8192, 768],
@@ -86,11 +154,13 @@ impl Sizes {
             bda: [8192, 768],
             adam: (bert(30522, 512, 768, 12, 3072), "BERT-base"),
             sgd: (resnet50(64), "ResNet-50"),
+            swin: SwinStage::swin_t_stage1(64),
         }
     }
 
     /// Smaller shapes for slow devices (lavapipe, CPU): 1024 tokens, BERT-tiny (2 layers,
-    /// hidden 128) parameters, ResNet-50 at a quarter of its width.
+    /// hidden 128) parameters, ResNet-50 at a quarter of its width, Swin-T's first stage at
+    /// batch 4.
     pub fn quick() -> Self {
         Self {
             layer_norm: [1024, 768],
@@ -98,6 +168,7 @@ impl Sizes {
             bda: [1024, 768],
             adam: (bert(30522, 512, 128, 2, 512), "BERT-tiny"),
             sgd: (resnet50(16), "ResNet-50 ×¼ width"),
+            swin: SwinStage::swin_t_stage1(4),
         }
     }
 
@@ -123,6 +194,14 @@ impl Sizes {
             Case::BdaFwd | Case::BdaBwd => dims(&self.bda),
             Case::Adam => params(&self.adam),
             Case::Sgd => params(&self.sgd),
+            Case::WindowProcess | Case::WindowProcessReverse => {
+                let s = self.swin;
+                format!("{}×{}²×{}", s.batch, s.side, s.channels)
+            }
+            Case::SwinSoftmaxFwd | Case::SwinSoftmaxBwd => {
+                let s = self.swin;
+                format!("{}×{}×{}²", s.windows(), s.heads, s.tokens())
+            }
         }
     }
 
@@ -166,6 +245,15 @@ impl Sizes {
             }
             Case::Adam => 7 * numel(&self.adam.0),
             Case::Sgd => 5 * numel(&self.sgd.0),
+            Case::WindowProcess | Case::WindowProcessReverse => 2 * self.swin.map_len(),
+            Case::SwinSoftmaxFwd => {
+                // scores → probs; the table and the per-window mask are small and cached.
+                let s = self.swin;
+                let table = (2 * s.window - 1).pow(2) * s.heads;
+                let mask = (s.side / s.window).pow(2) * s.tokens().pow(2);
+                2 * s.scores_len() + table + mask
+            }
+            Case::SwinSoftmaxBwd => 3 * self.swin.scores_len(),
         };
         4 * floats
     }

@@ -19,8 +19,15 @@ use burnacc_kernels::optim::reference::{adam_group_reference, sgd_group_referenc
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
+use burnacc_kernels::swin_attention::{
+    SwinAttentionKernel, window_softmax_backward_reference, window_softmax_reference,
+};
+use burnacc_kernels::window_process::{WindowGeometry, WindowProcessKernel};
+use burnacc_models::swin::{
+    cyclic_shift, relative_position_index, shifted_window_mask, window_partition, window_reverse,
+};
 
-use crate::cases::{Case, Sizes};
+use crate::cases::{Case, Sizes, SwinStage};
 use crate::timing::{Sync, Timer};
 
 /// LayerNorm epsilon (BERT's).
@@ -50,7 +57,14 @@ const SGD: SgdHyper = SgdHyper {
 const STEP: i32 = 10;
 
 /// A backend with the fused kernels, and a copy to measure its bandwidth with.
-pub trait Fused: LayerNormKernel + GeluKernel + BiasDropoutAddKernel + MultiTensorOptim {
+pub trait Fused:
+    LayerNormKernel
+    + GeluKernel
+    + BiasDropoutAddKernel
+    + MultiTensorOptim
+    + WindowProcessKernel
+    + SwinAttentionKernel
+{
     /// Median seconds per copy of `bytes / 2` bytes (read once, written once).
     fn copy_seconds(bytes: usize, timer: &Timer, device: &Self::Device) -> f64;
 }
@@ -147,7 +161,80 @@ pub fn fused<B: Fused>(case: Case, sizes: &Sizes, timer: &Timer, device: &B::Dev
         }
         Case::Adam => adam::<B>(&sizes.adam.0, timer, device, B::multi_tensor_adam),
         Case::Sgd => sgd::<B>(&sizes.sgd.0, timer, device, B::multi_tensor_sgd),
+        Case::WindowProcess | Case::WindowProcessReverse => {
+            let s = sizes.swin;
+            let geometry = geometry(s);
+            if case == Case::WindowProcess {
+                let x = uniform::<B>(&[s.batch, s.side, s.side, s.channels], -1.0, 1.0, device);
+                return time(&mut || Box::new(B::fused_window_process(x.clone(), geometry)));
+            }
+            let windows = uniform::<B>(&[s.windows(), s.tokens(), s.channels], -1.0, 1.0, device);
+            time(&mut || Box::new(B::fused_window_process_reverse(windows.clone(), geometry)))
+        }
+        Case::SwinSoftmaxFwd | Case::SwinSoftmaxBwd => {
+            let s = sizes.swin;
+            let (scores, table, index, mask) = attention_inputs::<B>(s, device);
+            let (scores, table, mask) = (
+                scores.into_primitive().tensor(),
+                table.into_primitive().tensor(),
+                mask.into_primitive().tensor(),
+            );
+            let index = index.into_primitive();
+            if case == Case::SwinSoftmaxFwd {
+                return time(&mut || {
+                    Box::new(B::fused_window_softmax(
+                        scores.clone(),
+                        table.clone(),
+                        index.clone(),
+                        Some(mask.clone()),
+                    ))
+                });
+            }
+            let probs = B::fused_window_softmax(scores.clone(), table, index, Some(mask));
+            let dprobs = uniform::<B>(&scores_dims(s), -1.0, 1.0, device);
+            time(&mut || {
+                Box::new(B::fused_window_softmax_backward(
+                    probs.clone(),
+                    dprobs.clone(),
+                ))
+            })
+        }
     }
+}
+
+/// The shifted geometry of the Swin cases.
+fn geometry(s: SwinStage) -> WindowGeometry {
+    WindowGeometry {
+        resolution: [s.side; 2],
+        window: [s.window; 2],
+        shift: [s.window / 2; 2],
+    }
+}
+
+/// `[windows, heads, tokens, tokens]`.
+fn scores_dims(s: SwinStage) -> [usize; 4] {
+    [s.windows(), s.heads, s.tokens(), s.tokens()]
+}
+
+/// Scores, relative position bias table, index and shifted-window mask of the Swin cases, the
+/// index and the mask as the model builds them.
+fn attention_inputs<B: Backend>(
+    s: SwinStage,
+    device: &B::Device,
+) -> (
+    Tensor<B, 4>,
+    Tensor<B, 2>,
+    Tensor<B, 1, burn::tensor::Int>,
+    Tensor<B, 3>,
+) {
+    let offsets = (2 * s.window - 1).pow(2);
+    let g = geometry(s);
+    (
+        wrap::<B, 4>(uniform::<B>(&scores_dims(s), -4.0, 4.0, device)),
+        wrap::<B, 2>(uniform::<B>(&[offsets, s.heads], -1.0, 1.0, device)),
+        relative_position_index::<B>(g.window, device),
+        shifted_window_mask::<B>(g.resolution, g.window, g.shift, device),
+    )
 }
 
 /// Median seconds per call of the plain-Burn reference of `case` on `B`, synchronised as
@@ -230,6 +317,58 @@ pub fn reference<B: Backend>(
         }
         Case::Adam => adam::<B>(&sizes.adam.0, timer, device, adam_group_reference::<B>),
         Case::Sgd => sgd::<B>(&sizes.sgd.0, timer, device, sgd_group_reference::<B>),
+        // The model's own ops: `torch.roll` as slices + `cat`, partition as reshape/permute.
+        Case::WindowProcess | Case::WindowProcessReverse => {
+            let s = sizes.swin;
+            let g = geometry(s);
+            let shift = (s.window / 2) as isize;
+            if case == Case::WindowProcess {
+                let x = wrap::<B, 4>(uniform::<B>(
+                    &[s.batch, s.side, s.side, s.channels],
+                    -1.0,
+                    1.0,
+                    device,
+                ));
+                return time(&mut || {
+                    Box::new(window_partition(
+                        cyclic_shift(x.clone(), -shift, -shift),
+                        g.window,
+                    ))
+                });
+            }
+            let windows = wrap::<B, 3>(uniform::<B>(
+                &[s.windows(), s.tokens(), s.channels],
+                -1.0,
+                1.0,
+                device,
+            ));
+            time(&mut || {
+                let x = window_reverse(windows.clone(), g.window, g.resolution);
+                Box::new(cyclic_shift(x, shift, shift))
+            })
+        }
+        Case::SwinSoftmaxFwd | Case::SwinSoftmaxBwd => {
+            let s = sizes.swin;
+            let (scores, table, index, mask) = attention_inputs::<B>(s, device);
+            if case == Case::SwinSoftmaxFwd {
+                return time(&mut || {
+                    Box::new(window_softmax_reference(
+                        scores.clone(),
+                        table.clone(),
+                        index.clone(),
+                        Some(mask.clone()),
+                    ))
+                });
+            }
+            let probs = window_softmax_reference(scores, table, index, Some(mask));
+            let dprobs = wrap::<B, 4>(uniform::<B>(&scores_dims(s), -1.0, 1.0, device));
+            time(&mut || {
+                Box::new(window_softmax_backward_reference(
+                    probs.clone(),
+                    dprobs.clone(),
+                ))
+            })
+        }
     }
 }
 

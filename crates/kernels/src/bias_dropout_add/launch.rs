@@ -12,7 +12,7 @@ use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::ops::reshape;
 use burn_cubecl::tensor::CubeTensor;
 
-use super::counters::{count_backward_launch, count_forward_launch};
+use super::counters;
 use super::kernel::{
     bias_dropout_add_backward_columns_kernel, bias_dropout_add_backward_dbias_kernel,
     bias_dropout_add_backward_dx_kernel, bias_dropout_add_forward_kernel,
@@ -149,7 +149,7 @@ pub fn bias_dropout_add_forward_cube<R: CubeRuntime>(
         p > 0.0,
         [dtype.into(), seed_dtype.into()],
     );
-    count_forward_launch();
+    counters::FORWARD_LAUNCHES.bump();
 
     reshape(y, shape)
 }
@@ -209,7 +209,7 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
                 scale,
                 [dtype.into(), seed_dtype.into()],
             );
-            count_backward_launch();
+            counters::BACKWARD_LAUNCHES.bump();
         }
         return (reshape(dx, shape), None);
     }
@@ -259,7 +259,7 @@ pub fn bias_dropout_add_backward_cube<R: CubeRuntime>(
         dbias.clone().into_tensor_arg(),
         dtype.into(),
     );
-    count_backward_launch();
+    counters::BACKWARD_LAUNCHES.bump();
 
     let dx = if dropout { dx } else { grad_out };
     (reshape(dx, shape), Some(dbias))

@@ -14,10 +14,7 @@ use burn_cubecl::ops::reshape;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::bias_kernel::{bias_gelu_backward_partial_kernel, column_sum_final_kernel};
-use super::counters::{
-    count_bias_gelu_backward_launch, count_bias_gelu_forward_launch,
-    count_quick_gelu_backward_launch, count_quick_gelu_forward_launch,
-};
+use super::counters;
 use super::kernel::{
     bias_gelu_forward_kernel, gelu_backward_kernel, gelu_forward_kernel,
     quick_gelu_backward_kernel, quick_gelu_forward_kernel,
@@ -120,7 +117,7 @@ fn elementwise<R: CubeRuntime>(
 pub fn quick_gelu_forward_cube<R: CubeRuntime>(x: CubeTensor<R>) -> CubeTensor<R> {
     let (y, launched) = elementwise(Elementwise::QuickForward, x, None);
     if launched {
-        count_quick_gelu_forward_launch();
+        counters::QUICK_GELU_FORWARD.bump();
     }
     y
 }
@@ -136,7 +133,7 @@ pub fn quick_gelu_backward_cube<R: CubeRuntime>(
     assert_same("quick_gelu", "grad_out", &grad_out, &x);
     let (dx, launched) = elementwise(Elementwise::QuickBackward, x, Some(grad_out));
     if launched {
-        count_quick_gelu_backward_launch();
+        counters::QUICK_GELU_BACKWARD.bump();
     }
     dx
 }
@@ -154,7 +151,7 @@ pub fn bias_gelu_forward_cube<R: CubeRuntime>(
     let Some(bias) = bias else {
         let (y, launched) = elementwise(Elementwise::GeluForward, x, None);
         if launched {
-            count_bias_gelu_forward_launch();
+            counters::BIAS_GELU_FORWARD.bump();
         }
         return y;
     };
@@ -181,7 +178,7 @@ pub fn bias_gelu_forward_cube<R: CubeRuntime>(
         y.clone().into_tensor_arg(),
         dtype.into(),
     );
-    count_bias_gelu_forward_launch();
+    counters::BIAS_GELU_FORWARD.bump();
     reshape(y, shape)
 }
 
@@ -206,7 +203,7 @@ pub fn bias_gelu_backward_cube<R: CubeRuntime>(
     let Some(bias) = bias else {
         let (dx, launched) = elementwise(Elementwise::GeluBackward, x, Some(grad_out));
         if launched {
-            count_bias_gelu_backward_launch();
+            counters::BIAS_GELU_BACKWARD.bump();
         }
         return (dx, None);
     };
@@ -268,7 +265,7 @@ pub fn bias_gelu_backward_cube<R: CubeRuntime>(
         dbias.clone().into_tensor_arg(),
         dtype.into(),
     );
-    count_bias_gelu_backward_launch();
+    counters::BIAS_GELU_BACKWARD.bump();
 
     (reshape(dx, shape), Some(dbias))
 }

@@ -4,26 +4,18 @@
 //! The counters only ever increase; compare a reading taken before a step with one taken
 //! after. Tests running in parallel share them, so assert "increased", never "by exactly n".
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::launch_counter::LaunchCounter;
 
-static ADAM_LAUNCHES: AtomicU64 = AtomicU64::new(0);
-static SGD_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static ADAM_LAUNCHES: LaunchCounter = LaunchCounter::new();
+pub(crate) static SGD_LAUNCHES: LaunchCounter = LaunchCounter::new();
 
 /// Fused Adam/AdamW launches since the process started: one per CubeCL kernel launch (a chunk
 /// of tensors), one per group on the CPU's fused loop.
 pub fn multi_tensor_adam_launches() -> u64 {
-    ADAM_LAUNCHES.load(Ordering::Relaxed)
+    ADAM_LAUNCHES.get()
 }
 
 /// Fused SGD launches since the process started, counted as [`multi_tensor_adam_launches`].
 pub fn multi_tensor_sgd_launches() -> u64 {
-    SGD_LAUNCHES.load(Ordering::Relaxed)
-}
-
-pub(crate) fn count_adam_launch() {
-    ADAM_LAUNCHES.fetch_add(1, Ordering::Relaxed);
-}
-
-pub(crate) fn count_sgd_launch() {
-    SGD_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    SGD_LAUNCHES.get()
 }

@@ -10,7 +10,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorMetadata};
 use rayon::prelude::*;
 
-use super::counters::{count_adam_launch, count_sgd_launch};
+use super::counters;
 use super::group::{AdamGroup, AdamHyper, AdamUpdate, SgdGroup, SgdHyper, SgdUpdate};
 use super::launch::AdamScalars;
 use burn::backend::Flex;
@@ -53,7 +53,7 @@ pub(crate) fn multi_tensor_adam_flex(
     found_inf: Option<FlexTensor>,
 ) -> AdamUpdate<Flex> {
     group.len();
-    count_adam_launch();
+    counters::ADAM_LAUNCHES.bump();
     if skipped(found_inf.as_ref()) {
         return AdamUpdate {
             params: group.params,
@@ -114,7 +114,7 @@ pub(crate) fn multi_tensor_sgd_flex(
     found_inf: Option<FlexTensor>,
 ) -> SgdUpdate<Flex> {
     group.len();
-    count_sgd_launch();
+    counters::SGD_LAUNCHES.bump();
     if skipped(found_inf.as_ref()) {
         return SgdUpdate {
             params: group.params,

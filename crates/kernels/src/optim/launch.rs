@@ -9,7 +9,7 @@ use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
-use super::counters::{count_adam_launch, count_sgd_launch};
+use super::counters;
 use super::group::{AdamGroup, AdamHyper, AdamUpdate, SgdGroup, SgdHyper, SgdUpdate};
 use super::kernel::{
     adam_multi_tensor_kernel, sgd_momentum_multi_tensor_kernel, sgd_multi_tensor_kernel,
@@ -233,7 +233,7 @@ where
             has_found_inf,
             dtype.into(),
         );
-        count_adam_launch();
+        counters::ADAM_LAUNCHES.bump();
     }
     update
 }
@@ -306,7 +306,7 @@ where
                 has_found_inf,
                 dtype.into(),
             );
-            count_sgd_launch();
+            counters::SGD_LAUNCHES.bump();
         }
     } else {
         // Without a flag the kernel binds an unread f32 [1].
@@ -339,7 +339,7 @@ where
                 has_found_inf,
                 dtype.into(),
             );
-            count_sgd_launch();
+            counters::SGD_LAUNCHES.bump();
         }
     }
     update

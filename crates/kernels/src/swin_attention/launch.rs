@@ -9,7 +9,7 @@ use burn_cubecl::CubeRuntime;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 
-use super::counters::{count_backward_launch, count_forward_launch};
+use super::counters;
 use super::kernel::{window_softmax_backward_kernel, window_softmax_forward_kernel};
 use crate::cube_util::{elementwise_grid, empty_like};
 
@@ -100,7 +100,7 @@ pub fn window_softmax_forward_cube<R: CubeRuntime>(
         has_mask,
         [dtype.into(), index_dtype.into()],
     );
-    count_forward_launch();
+    counters::FORWARD.bump();
     probs
 }
 
@@ -137,6 +137,6 @@ pub fn window_softmax_backward_cube<R: CubeRuntime>(
         n,
         dtype.into(),
     );
-    count_backward_launch();
+    counters::BACKWARD.bump();
     dscores
 }

@@ -9,8 +9,8 @@ use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::WindowGeometry;
-use super::counters::{count_process_launch, count_reverse_launch};
-use super::kernel::{window_process_kernel, window_process_reverse_kernel};
+use super::counters;
+use super::kernel::window_gather_kernel;
 use crate::cube_util::{contiguous_as, elementwise_grid, empty_like, vector_size};
 
 /// Which gather [`gather`] launches.
@@ -44,45 +44,25 @@ fn gather<R: CubeRuntime>(
     let [sh, sw] = geometry.shift_in_map();
     let client = input.client.clone();
     let (input, output) = (input.into_tensor_arg(), out.clone().into_tensor_arg());
-    let cv = c / n;
-    match direction {
-        Direction::Process => window_process_kernel::launch::<R>(
-            &client,
-            count,
-            dim,
-            n,
-            input,
-            output,
-            h,
-            w,
-            wh,
-            ww,
-            nh,
-            nw,
-            sh,
-            sw,
-            cv,
-            dtype.into(),
-        ),
-        Direction::Reverse => window_process_reverse_kernel::launch::<R>(
-            &client,
-            count,
-            dim,
-            n,
-            input,
-            output,
-            h,
-            w,
-            wh,
-            ww,
-            nh,
-            nw,
-            sh,
-            sw,
-            cv,
-            dtype.into(),
-        ),
-    }
+    window_gather_kernel::launch::<R>(
+        &client,
+        count,
+        dim,
+        n,
+        input,
+        output,
+        h,
+        w,
+        wh,
+        ww,
+        nh,
+        nw,
+        sh,
+        sw,
+        c / n,
+        matches!(direction, Direction::Reverse),
+        dtype.into(),
+    );
     (out, true)
 }
 
@@ -113,7 +93,7 @@ pub fn window_process_cube<R: CubeRuntime>(
     ]);
     let (out, launched) = gather(Direction::Process, x, out_shape, geometry);
     if launched {
-        count_process_launch();
+        counters::PROCESS.bump();
     }
     out
 }
@@ -141,7 +121,7 @@ pub fn window_process_reverse_cube<R: CubeRuntime>(
     let out_shape = Shape::new([count / per_image, h, w, c]);
     let (out, launched) = gather(Direction::Reverse, windows, out_shape, geometry);
     if launched {
-        count_reverse_launch();
+        counters::REVERSE.bump();
     }
     out
 }

@@ -170,7 +170,7 @@ pub fn forward_selected<B: CheckpointBackend>(
         x = if checkpoint(i) {
             tape.checkpoint(block, x, |block, x| block.forward(x))
         } else {
-            block.forward(x)
+            tape.unchecked(block, x, |block, x| block.forward(x))
         };
     }
     model.head(x)
@@ -210,7 +210,7 @@ pub fn swin_forward_selected<B: CheckpointBackend>(
             x = if checkpoint(i) {
                 tape.checkpoint(block, x, |block, x| block.forward(x))
             } else {
-                block.forward(x)
+                tape.unchecked(block, x, |block, x| block.forward(x))
             };
             i += 1;
         }
@@ -260,7 +260,7 @@ pub fn bert_forward_selected<B: CheckpointBackend>(
         x = if checkpoint(i) {
             tape.checkpoint(layer, x, move |layer, x| layer.forward(x, bias.clone()))
         } else {
-            layer.forward(x, bias)
+            tape.unchecked(layer, x, |layer, x| layer.forward(x, bias))
         };
     }
     model.head(x, input)

@@ -13,9 +13,9 @@ mod step_loop;
 mod task;
 mod text_data;
 
+pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, plan_auto};
 pub use batch::upload_text;
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
-pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, plan_auto};
 pub use classify::{
     BlockFilter, Classify, ClassifyCheckpointed, bert_forward_checkpointed, bert_forward_probed,
     bert_forward_selected, forward_checkpointed, forward_probed, forward_selected,
@@ -25,7 +25,7 @@ pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
 pub use init::{init_model, init_on_host, init_swin, seed_device, to_device, with_host_rng};
 pub use source::BatchSource;
-pub use step::{Phase, StepOutput, Stepper};
+pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
 pub use step_loop::{LoopStats, train_steps};
 pub use task::{
@@ -41,6 +41,13 @@ use crate::run_dir::{fresh_run_dir, write_atomic};
 use crate::stack::{Stack, resolve_stack, with_stack};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Runs in one process take turns. A run seeds and draws from the backends' random generators
+/// (initial weights; every step and block, for dropout and its replay), which are shared by the
+/// whole process (Flex) or by a device, so two runs at once would change each other's weights
+/// and masks.
+static RUNS: Mutex<()> = Mutex::new(());
 
 /// How `train` was asked to run.
 #[derive(Clone, Debug, Default)]
@@ -159,13 +166,15 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
     run_checked(&recipe, file, stack, options)
 }
 
-/// Trains an already checked recipe on `stack`.
+/// Trains an already checked recipe on `stack`. Runs in one process take turns (they share the
+/// backends' random generators).
 pub fn run_checked(
     recipe: &Recipe,
     file: &Path,
     stack: Stack,
     options: &RunOptions,
 ) -> Result<RunSummary> {
+    let _turn = RUNS.lock().unwrap_or_else(|e| e.into_inner());
     // Checked before any work; the routes hold on this thread, where the stack runs, until
     // the run ends.
     let _routes = route_kernels(stack, &recipe.kernels)?;

@@ -22,8 +22,10 @@ pub struct Stepper<B: CheckpointBackend, M> {
     scaler: GradScaler<B>,
     loss_fn: CrossEntropyLoss<B>,
     autocast: Option<FloatDType>,
-    /// `train.seed`: checkpointed blocks replay random draws from seeds derived from it.
+    /// `train.seed`: each step's random draws come from seeds derived from it.
     seed: u64,
+    /// The device whose generator each step seeds.
+    device: B::Device,
     /// Steps taken, so each step's checkpointed blocks get their own seeds.
     steps: usize,
 }
@@ -50,6 +52,10 @@ impl Phase {
     }
 }
 
+/// Applied to a step's gradients between the backward pass and the unscale (see
+/// [`Stepper::step_synced`]).
+pub type GradientSync<'a, M> = &'a mut dyn FnMut(&M, GradientsParams) -> Result<GradientsParams>;
+
 /// What a step leaves for metrics, all detached device tensors (nothing is read back).
 pub struct StepOutput<B: CheckpointBackend> {
     /// Unscaled loss, `[1]`.
@@ -75,6 +81,7 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
             loss_fn: CrossEntropyLossConfig::new().init(device),
             autocast: recipe.amp.autocast_dtype().map(|d| d.float_dtype()),
             seed: recipe.train.seed,
+            device: device.clone(),
             steps: 0,
         })
     }
@@ -110,13 +117,34 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
         mark: &mut dyn FnMut(Phase) -> Result<()>,
     ) -> Result<(M, StepOutput<B>)> {
+        self.step_synced(model, lr, forward, mark, &mut |_, grads| Ok(grads))
+    }
+
+    /// [`Stepper::step_marked`] with `sync` applied to the gradients right after the backward
+    /// pass, before the loss scaler unscales them and the optimizer steps: a data-parallel
+    /// peer averages them with the other peers' there (`burnacc_ddp::Peer::all_reduce_gradients`),
+    /// so every peer unscales, checks for inf/NaN and steps on the same gradients, as PyTorch
+    /// DDP does under AMP.
+    pub fn step_synced(
+        &mut self,
+        model: M,
+        lr: f64,
+        forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+        mark: &mut dyn FnMut(Phase) -> Result<()>,
+        sync: GradientSync<'_, M>,
+    ) -> Result<(M, StepOutput<B>)> {
         let guard = self
             .autocast
             .map(autocast)
             .transpose()
             .expect("the recipe's amp.dtype is f16 or bf16");
-        // Dropout inside a checkpointed block draws the same masks when it is recomputed.
-        let mut tape = CheckpointTape::with_rng_replay(block_seed(self.seed, self.steps));
+        // Every step draws from a generator seeded for it, and every block run through the
+        // tape from one seeded for its position: dropout inside a checkpointed block draws the
+        // same masks when it is recomputed, and a step draws the same values whichever blocks
+        // are checkpointed (what the recomputes of an earlier step drew does not carry over).
+        let step_seed = block_seed(self.seed, self.steps);
+        B::seed(&self.device, step_seed);
+        let mut tape = CheckpointTape::with_rng_replay(step_seed);
         self.steps += 1;
         let (logits, labels) = forward(&model, &mut tape);
         let loss = self.loss_fn.forward(logits.clone(), labels.clone());
@@ -130,6 +158,7 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         } else {
             tape.backward(scaled, &model)
         };
+        let grads = sync(&model, grads)?;
         mark(Phase::Backward)?;
         let grads = self.scaler.unscale(&model, grads)?;
         let found_inf = self.scaler.found_inf();

@@ -122,8 +122,11 @@ where
             stats.auto_checkpoint = Some(summary);
             auto_plan = Some(plan.checkpointed);
         }
+        // Every mode runs the blocks through the step's tape, which seeds each block's random
+        // draws by its position: dropout and stochastic depth draw the same values whichever
+        // blocks are checkpointed.
         let forward = |model: &M, tape: &mut CheckpointTape<B>| match mode {
-            CheckpointMode::None => model.classify(batch, device),
+            CheckpointMode::None => model.classify_checkpointed(batch, device, tape, &|_| false),
             CheckpointMode::Blocks => model.classify_checkpointed(batch, device, tape, &|_| true),
             CheckpointMode::Auto => {
                 let plan = auto_plan.as_deref().expect("planned above");
