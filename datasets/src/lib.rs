@@ -24,6 +24,7 @@ mod mock_imagenet;
 pub mod paths;
 mod sample;
 pub mod seed;
+mod shard;
 mod subset;
 pub mod text;
 pub mod transform;
@@ -42,6 +43,7 @@ pub use mock_imagenet::{
     is_complete_mock_tree, mock_class_name, mock_file_name, render_mock_image,
 };
 pub use sample::{HostBatch, ImageDataset, ImageSample};
+pub use shard::Shard;
 pub use subset::{SplitIndices, Subset, stratified_split};
 pub use text::{
     MiniLmFiles, TextBatch, TextExample, TextLoader, TextLoaderConfig, TextTokenizer, TokenizedSet,

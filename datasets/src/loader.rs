@@ -20,6 +20,7 @@ use rand::seq::SliceRandom;
 use crate::DataError;
 use crate::sample::{HostBatch, ImageDataset};
 use crate::seed::{derive_seed, rng_for, tag};
+use crate::shard::Shard;
 
 /// Loader settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +59,7 @@ impl Default for LoaderConfig {
 pub struct Loader {
     dataset: Arc<dyn ImageDataset>,
     config: LoaderConfig,
+    shard: Option<Shard>,
 }
 
 impl Loader {
@@ -66,7 +68,25 @@ impl Loader {
         if config.batch_size == 0 {
             return Err(DataError::config("batch_size", 0, "must be at least 1"));
         }
-        Ok(Loader { dataset, config })
+        Ok(Loader {
+            dataset,
+            config,
+            shard: None,
+        })
+    }
+
+    /// This loader serving only `shard`'s share of each epoch's order (data-parallel ranks).
+    pub fn sharded(self, shard: Shard) -> Self {
+        Loader {
+            shard: Some(shard),
+            ..self
+        }
+    }
+
+    /// Samples served per epoch before `drop_last`: the dataset, or the shard's share of it.
+    fn samples(&self) -> usize {
+        let n = self.dataset.len();
+        self.shard.map_or(n, |shard| shard.len(n))
     }
 
     /// The dataset served.
@@ -83,7 +103,7 @@ impl Loader {
     /// [`crate::CorruptPolicy::Skip`], an epoch may yield fewer (a batch whose samples were
     /// all skipped is left out).
     pub fn num_batches(&self) -> usize {
-        let (n, b) = (self.dataset.len(), self.config.batch_size);
+        let (n, b) = (self.samples(), self.config.batch_size);
         if self.config.drop_last {
             n / b
         } else {
@@ -91,11 +111,15 @@ impl Loader {
         }
     }
 
-    /// Dataset indices of epoch `epoch`, in serving order (before cutting into batches).
+    /// Dataset indices of epoch `epoch`, in serving order (before cutting into batches); a
+    /// sharded loader's share of the whole dataset's order.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.dataset.len()).collect();
         if self.config.shuffle {
             order.shuffle(&mut rng_for(&[self.config.seed, tag::SHUFFLE, epoch]));
+        }
+        if let Some(shard) = self.shard {
+            order = shard.take(&order);
         }
         order.truncate(
             self.num_batches()

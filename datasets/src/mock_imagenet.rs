@@ -302,13 +302,23 @@ pub fn generate_mock_imagenet(dir: &Path, spec: &MockSpec) -> Result<MockOutcome
     std::fs::create_dir(&tmp).map_err(|e| DataError::io(&tmp, e))?;
 
     let result = write_tree(&tmp, spec).and_then(|()| {
+        // Processes of one data-parallel run generate the same tree at once: the first to
+        // finish wins, and the others keep its tree (which the first may already be reading).
+        if is_complete_mock_tree(dir, spec) {
+            return Ok(false);
+        }
         if dir.exists() {
             remove_old_tree(dir)?;
         }
-        std::fs::rename(&tmp, dir).map_err(|e| DataError::io(dir, e))
+        std::fs::rename(&tmp, dir).map_err(|e| DataError::io(dir, e))?;
+        Ok(true)
     });
     match result {
-        Ok(()) => Ok(MockOutcome::Generated),
+        Ok(true) => Ok(MockOutcome::Generated),
+        Ok(false) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(MockOutcome::Reused)
+        }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
             // Another process may have finished the same tree first.

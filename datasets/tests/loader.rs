@@ -245,3 +245,47 @@ fn epoch_can_move_to_another_thread_and_empty_datasets_work() {
     );
     assert!(Loader::new(numbers(3), config(0, 1)).is_err());
 }
+
+#[test]
+fn sharded_ranks_together_serve_each_batch_of_the_joined_loader() {
+    let world = 2;
+    let joined = config(8, 1);
+    for epoch in 0..2 {
+        let whole = run(
+            numbers(30),
+            LoaderConfig {
+                drop_last: true,
+                ..joined.clone()
+            },
+            epoch,
+        );
+        let ranks: Vec<Vec<HostBatch>> = (0..world)
+            .map(|rank| {
+                let cfg = LoaderConfig {
+                    batch_size: 4,
+                    drop_last: true,
+                    ..joined.clone()
+                };
+                Loader::new(numbers(30), cfg)
+                    .unwrap()
+                    .sharded(burnacc_datasets::Shard::new(rank, world))
+                    .epoch(epoch)
+                    .map(Result::unwrap)
+                    .collect()
+            })
+            .collect();
+        // 30 samples: 15 per rank, 3 full batches of 4 each, like 3 batches of 8 joined.
+        assert_eq!(whole.len(), 3);
+        for (step, batch) in whole.iter().enumerate() {
+            let mut together: Vec<usize> = ranks
+                .iter()
+                .flat_map(|r| indices(std::slice::from_ref(&r[step])))
+                .collect();
+            let mut expected = indices(std::slice::from_ref(batch));
+            together.sort();
+            expected.sort();
+            assert_eq!(together, expected, "epoch {epoch} step {step}");
+        }
+        assert!(ranks.iter().all(|r| r.len() == 3));
+    }
+}

@@ -4,7 +4,9 @@
 //! - [`conformance`]: one generic check per op, run on every backend stack against an f64
 //!   reference.
 //! - [`rng`]: the seeded host RNG all test data comes from.
+//! - [`processes`]: free loopback ports and bounded waits for multi-process tests.
 
 pub mod conformance;
+pub mod processes;
 pub mod rng;
 pub mod tolerance;

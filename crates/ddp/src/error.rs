@@ -32,6 +32,22 @@ pub enum DdpError {
         /// The engine's error.
         detail: String,
     },
+    /// A process could not join its run within the timeout: the orchestrator's address is
+    /// unreachable, or some process never started.
+    #[error(
+        "ddp: rank {rank} of {world} could not join within {after:?}: no run at {address} (is \
+         MASTER_ADDR:MASTER_PORT rank 0's, and did every process start?)"
+    )]
+    Unreachable {
+        /// This process's rank.
+        rank: usize,
+        /// Processes in the run.
+        world: usize,
+        /// The orchestrator's address.
+        address: String,
+        /// The timeout.
+        after: Duration,
+    },
     /// The peers do not hold the same parameters.
     #[error(
         "ddp: the parameters of rank {rank} differ from another peer's ({detail}); every peer \

@@ -7,7 +7,9 @@
 //! - [`Peer::check_parameters_agree`]: the start-of-training check that every peer holds the
 //!   same weights (all peers seed alike instead of broadcasting them);
 //! - [`DistributedSampler`]: each rank's share of a dataset, reshuffled per epoch;
-//! - [`run_local_peers`]: `world` peers as threads of this process.
+//! - [`run_local_peers`]: `world` peers as threads of this process;
+//! - [`ProcessGroup`] and [`Peer::join_process`]: one peer per process, the processes meeting
+//!   at rank 0's orchestrator (what `launch` starts, with `torchrun`'s environment variables).
 //!
 //! Every collective call is bounded by the peer's timeout: a peer that never arrives or dies
 //! ends the others' waits with [`DdpError::Timeout`] instead of a hang (burn-collective itself
@@ -18,10 +20,12 @@ mod fingerprint;
 mod grads;
 mod local;
 mod peer;
+mod process;
 mod sampler;
 mod timeout;
 
 pub use error::DdpError;
 pub use local::run_local_peers;
 pub use peer::{DEFAULT_BUCKET_BYTES, DEFAULT_TIMEOUT, Peer, PeerConfig};
+pub use process::{ProcessGroup, env};
 pub use sampler::DistributedSampler;

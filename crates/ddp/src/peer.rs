@@ -12,10 +12,12 @@ use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorPrimitive};
+use burn_communication::Address;
 
 use crate::error::DdpError;
 use crate::fingerprint::parameter_fingerprint;
 use crate::grads::{FlatGradients, take_gradients};
+use crate::process::{ProcessGroup, check_port_free, quiet_engine_logs, start_orchestrator};
 use crate::timeout::{Unfinished, bounded};
 
 /// PyTorch DDP's default bucket size (`bucket_cap_mb = 25`).
@@ -74,6 +76,9 @@ impl PeerConfig {
 #[derive(Debug)]
 pub struct Peer<B: Backend> {
     rank: usize,
+    /// The id burn-collective knows this peer by in its process: the rank for thread peers,
+    /// 0 for a process's single peer.
+    local_id: usize,
     config: PeerConfig,
     _backend: PhantomData<B>,
 }
@@ -94,6 +99,7 @@ impl<B: Backend> Peer<B> {
         }
         let peer = Self {
             rank,
+            local_id: rank,
             config,
             _backend: PhantomData,
         };
@@ -101,6 +107,56 @@ impl<B: Backend> Peer<B> {
             let collective = CollectiveConfig::default().with_num_devices(peer.config.world);
             let id = peer.id();
             peer.bounded("register", move || register::<B>(id, device, collective))?;
+        }
+        Ok(peer)
+    }
+
+    /// Joins a run of `group.world` processes as this process's only peer, on `device`:
+    /// rank 0 first serves the orchestrator on `MASTER_PORT`, every rank serves its data port
+    /// (`MASTER_PORT + 1 + RANK`); returns once every process has joined, or fails after the
+    /// timeout (a process that never starts). Taken ports are errors that name them. A process
+    /// joins once: a failed join leaves its collective unusable, so the run must end.
+    pub fn join_process(
+        group: &ProcessGroup,
+        mut config: PeerConfig,
+        device: B::Device,
+    ) -> Result<Self, DdpError>
+    where
+        B::Device: Send + 'static,
+    {
+        group.validate()?;
+        config.world = group.world;
+        config.validate()?;
+        let peer = Self {
+            rank: group.rank,
+            local_id: 0,
+            config,
+            _backend: PhantomData,
+        };
+        if group.world > 1 {
+            quiet_engine_logs();
+            if group.rank == 0 {
+                start_orchestrator(group.master_port)?;
+            }
+            check_port_free(group.data_port(), "data port (MASTER_PORT + 1 + RANK)")?;
+            let address = |url: String| url.parse::<Address>().expect("any string is an address");
+            let collective = CollectiveConfig::default()
+                .with_num_devices(1)
+                .with_num_nodes(group.world as u32)
+                .with_global_address(address(group.orchestrator_url()))
+                .with_node_address(address(group.node_url()))
+                .with_data_service_port(group.data_port());
+            let id = peer.id();
+            peer.bounded("register", move || register::<B>(id, device, collective))
+                .map_err(|error| match error {
+                    DdpError::Timeout { after, .. } => DdpError::Unreachable {
+                        rank: group.rank,
+                        world: group.world,
+                        address: group.orchestrator_url(),
+                        after,
+                    },
+                    other => other,
+                })?;
         }
         Ok(peer)
     }
@@ -121,7 +177,7 @@ impl<B: Backend> Peer<B> {
     }
 
     fn id(&self) -> PeerId {
-        PeerId::from(self.rank)
+        PeerId::from(self.local_id)
     }
 
     /// Runs `call` bounded by the timeout. On a timeout the local collective is reset, which

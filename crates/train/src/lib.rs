@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod kernel_cache;
 pub mod kernel_routes;
+pub mod launch;
 pub mod log;
 pub mod memory;
 pub mod precision;

@@ -37,7 +37,8 @@ pub struct StepRecord {
 
 /// Appends [`StepRecord`]s to a JSONL file.
 pub struct JsonlLog {
-    out: BufWriter<File>,
+    /// `None`: records are dropped (data-parallel ranks other than 0 write nothing).
+    out: Option<BufWriter<File>>,
 }
 
 impl JsonlLog {
@@ -49,15 +50,23 @@ impl JsonlLog {
             .open(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         Ok(Self {
-            out: BufWriter::new(file),
+            out: Some(BufWriter::new(file)),
         })
+    }
+
+    /// A log that writes nothing.
+    pub fn discard() -> Self {
+        Self { out: None }
     }
 
     /// Writes one record as a line and flushes it.
     pub fn write(&mut self, record: &impl Serialize) -> Result<()> {
-        serde_json::to_writer(&mut self.out, record)?;
-        self.out.write_all(b"\n")?;
-        self.out.flush()?;
+        let Some(out) = &mut self.out else {
+            return Ok(());
+        };
+        serde_json::to_writer(&mut *out, record)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
         Ok(())
     }
 }

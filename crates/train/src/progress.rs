@@ -7,6 +7,8 @@ use std::io::IsTerminal;
 /// Progress over the run's steps.
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Shows nothing at all (data-parallel ranks other than 0).
+    silent: bool,
 }
 
 impl Progress {
@@ -23,7 +25,15 @@ impl Progress {
             );
             bar
         });
-        Self { bar }
+        Self { bar, silent: false }
+    }
+
+    /// Progress that shows nothing.
+    pub fn silent() -> Self {
+        Self {
+            bar: None,
+            silent: true,
+        }
     }
 
     /// One step done.
@@ -45,6 +55,7 @@ impl Progress {
         );
         match &self.bar {
             Some(bar) => bar.set_message(text),
+            None if self.silent => {}
             None => eprintln!("step {}/{total} {text}", r.step),
         }
     }
@@ -53,6 +64,7 @@ impl Progress {
     pub fn println(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
+            None if self.silent => {}
             None => eprintln!("{line}"),
         }
     }

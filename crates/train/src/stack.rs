@@ -28,8 +28,8 @@ use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::flex::FlexDevice;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex, Wgpu};
-use burnacc_checkpoint::CheckpointBackend;
 use burnacc_backend::Acc;
+use burnacc_checkpoint::CheckpointBackend;
 use std::fmt;
 
 /// One runnable backend stack.
@@ -88,6 +88,23 @@ impl Stack {
                 "Acc<Autodiff<Fusion<CubeBackend<CudaRuntime>>, BalancedCheckpointing>>"
             }
         }
+    }
+}
+
+impl Stack {
+    /// This stack on CUDA device `index`; a CPU or wgpu stack (one device each) unchanged.
+    pub fn on_cuda_index(self, index: usize) -> Stack {
+        match self {
+            Stack::CudaEager(_) => Stack::CudaEager(index),
+            Stack::CudaFused(_) => Stack::CudaFused(index),
+            Stack::CudaAcc(_) => Stack::CudaAcc(index),
+            other => other,
+        }
+    }
+
+    /// Whether `self` and `other` run the same backend type (on possibly different devices).
+    pub fn same_backend(self, other: Stack) -> bool {
+        self.on_cuda_index(0) == other.on_cuda_index(0)
     }
 }
 

@@ -235,3 +235,33 @@ fn warm_start_reruns_a_cubecl_case_on_its_own_kernel_cache() {
         "the case's kernel cache is removed"
     );
 }
+
+#[test]
+fn kernels_of_a_recipe_apply_to_its_acc_cases_only() {
+    use burnacc_train::bench::{BenchCase, StepCounts};
+    use burnacc_train::recipe::Mode;
+    let case = |mode| BenchCase {
+        recipe: configs().join("bench/swin_t.toml"),
+        sets: vec!["backend.device=cpu".into()],
+        mode,
+        precision: "f32".into(),
+        counts: StepCounts {
+            warmup: 1,
+            steps: 1,
+            windows: 1,
+        },
+    };
+    let acc = case(Mode::Acc).resolve_recipe().unwrap();
+    assert_eq!(
+        acc.kernels.enabled(),
+        [
+            "kernels.adam",
+            "kernels.window_process",
+            "kernels.swin_fmha"
+        ]
+    );
+    for mode in [Mode::Eager, Mode::Fused] {
+        let recipe = case(mode).resolve_recipe().unwrap();
+        assert!(recipe.kernels.enabled().is_empty(), "{mode}");
+    }
+}

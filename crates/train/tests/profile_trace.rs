@@ -69,7 +69,7 @@ fn profile_traces_the_window_and_changes_nothing() {
         let names: Vec<&str> = inside.iter().map(|e| e["name"].as_str().unwrap()).collect();
         assert_eq!(
             names,
-            ["forward", "backward", "optimizer"],
+            ["forward", "backward", "all_reduce", "optimizer"],
             "phases of {step}"
         );
         // The phases tile the step: each starts where the previous one ended.

@@ -333,6 +333,27 @@ fn kernel_keys_need_mode_acc() {
 }
 
 #[test]
+fn ddp_settings_are_checked() {
+    let defaults = parse_recipe("", Path::new("ok.toml"), &[]).unwrap();
+    assert_eq!(defaults.ddp.bucket.bytes(), Ok(25 << 20));
+    assert_eq!(defaults.ddp.timeout_secs, 300.0);
+    let r = parse_recipe(
+        "[ddp]\nbucket = \"1MiB\"\ntimeout_secs = 5\n",
+        Path::new("ok.toml"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        (r.ddp.bucket.bytes(), r.ddp.timeout_secs),
+        (Ok(1 << 20), 5.0)
+    );
+    assert_names(&error_of("", &["ddp.bucket=2"]), "ddp.bucket");
+    assert_names(&error_of("", &["ddp.bucket=\"lots\""]), "ddp.bucket");
+    assert_names(&error_of("", &["ddp.timeout_secs=0"]), "ddp.timeout_secs");
+    assert_names(&error_of("", &["ddp.devices=2"]), "ddp.devices");
+}
+
+#[test]
 fn checkpoint_mode_is_checked() {
     assert_names(
         &error_of("", &["checkpoint.mode=everything"]),

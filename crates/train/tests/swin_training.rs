@@ -4,57 +4,13 @@
 
 mod common;
 
-use burnacc_train::recipe::{Recipe, parse_recipe, swin_config};
+use burnacc_train::recipe::{parse_recipe, swin_config};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
-use common::{losses, rel};
+use common::{losses, rel, tiny_swin};
 use std::path::Path;
 
 const STEPS: usize = 8;
-
-/// A Swin of width 16 (patch 2, window 4, 2 stages of 2 blocks, 1 and 2 heads) on 32 generated
-/// 16 px images of 4 learnable classes (written under `root/mock`), AdamW, `steps` steps logged
-/// every step, runs under `root/runs`. `sets` are `--set` overrides.
-fn tiny_swin(root: &Path, steps: usize, sets: &[&str]) -> Recipe {
-    let text = format!(
-        r#"
-        [model]
-        name = "swin-t"
-        patch_size = 2
-        embed_dim = 16
-        depths = [2, 2]
-        num_heads = [1, 2]
-        window_size = 4
-        drop_path_rate = 0.0
-        [data]
-        dataset = "mock-imagenet"
-        path = {data:?}
-        image_size = 16
-        resize = 18
-        val_fraction = 0.25
-        workers = 1
-        [data.mock]
-        classes = 4
-        images_per_class = 8
-        image_size = 20
-        [train]
-        batch_size = 8
-        max_steps = {steps}
-        log_every = 1
-        run_dir = {runs:?}
-        save_model = false
-        [optim]
-        name = "adamw"
-        lr = 3e-3
-        weight_decay = 0.05
-        schedule = "constant"
-        "#,
-        data = root.join("mock"),
-        runs = root.join("runs"),
-    );
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    parse_recipe(&text, Path::new("tiny_swin.toml"), &sets).unwrap()
-}
 
 /// Training runs of this file one at a time: Flex has one random generator per process, and a
 /// run drawing stochastic depth (or reseeding it for checkpointed blocks) while another draws

@@ -260,3 +260,34 @@ fn the_fused_feed_forward_ops_train_like_burns_ops() {
     assert!(dropped.iter().all(|l| l.is_finite()), "{dropped:?}");
     assert_ne!(dropped, fused, "dropout 0.1 changed nothing");
 }
+
+#[test]
+fn the_fused_quick_gelu_trains_like_burns_ops() {
+    if !data_present() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    const STEPS: usize = 3;
+    let calls = || counters::snapshot().kernel("fused_quick_gelu");
+    let before = calls();
+    let quick = ["model.dropout=0.0", "model.hidden_act=quick-gelu"];
+    let plain = losses(&run(root.path(), STEPS, &quick));
+    assert_eq!(calls(), before, "the route is off by default");
+    let fused = losses(&run(
+        root.path(),
+        STEPS,
+        &[quick[0], quick[1], "kernels.quick_gelu=true"],
+    ));
+    // MiniLM: 6 layers, each with one QuickGELU per forward pass.
+    assert_eq!(calls() - before, 6 * STEPS as u64);
+    for (step, (a, b)) in fused.iter().zip(&plain).enumerate() {
+        assert!(
+            rel(*a, *b) < 1e-4,
+            "step {}: {a} fused vs {b} Burn's ops\n{fused:?}\n{plain:?}",
+            step + 1
+        );
+    }
+    // The activation matters: the same model with exact GELU trains otherwise.
+    let gelu = losses(&run(root.path(), STEPS, &["model.dropout=0.0"]));
+    assert!(rel(gelu[STEPS - 1], plain[STEPS - 1]) > 1e-6, "{gelu:?} {plain:?}");
+}

@@ -9,6 +9,7 @@ use rand::seq::SliceRandom;
 
 use crate::DataError;
 use crate::seed::{rng_for, tag};
+use crate::shard::Shard;
 use crate::text::batch::{TextBatch, pack_batch, pad_batch};
 
 /// Text loader settings.
@@ -46,6 +47,7 @@ pub struct TextLoader {
     samples: Vec<Vec<u32>>,
     labels: Vec<usize>,
     config: TextLoaderConfig,
+    shard: Option<Shard>,
 }
 
 impl TextLoader {
@@ -77,6 +79,7 @@ impl TextLoader {
             samples,
             labels,
             config,
+            shard: None,
         };
         loader.check_packing(loader.config.packing)?;
         Ok(loader)
@@ -102,14 +105,23 @@ impl TextLoader {
         &self.config
     }
 
-    /// Number of samples served per epoch before `drop_last`.
+    /// This loader serving only `shard`'s share of each epoch's order (data-parallel ranks).
+    pub fn sharded(self, shard: Shard) -> Self {
+        TextLoader {
+            shard: Some(shard),
+            ..self
+        }
+    }
+
+    /// Number of samples served per epoch before `drop_last` (a shard's share when sharded).
     pub fn num_samples(&self) -> usize {
-        self.samples.len()
+        let n = self.samples.len();
+        self.shard.map_or(n, |shard| shard.len(n))
     }
 
     /// Batches per epoch: `samples / batch_size`, rounded up unless `drop_last`.
     pub fn len(&self) -> usize {
-        let (n, b) = (self.samples.len(), self.config.batch_size);
+        let (n, b) = (self.num_samples(), self.config.batch_size);
         if self.config.drop_last {
             n / b
         } else {
@@ -127,6 +139,9 @@ impl TextLoader {
         let mut order: Vec<usize> = (0..self.samples.len()).collect();
         if self.config.shuffle {
             order.shuffle(&mut rng_for(&[self.config.seed, tag::SHUFFLE, epoch]));
+        }
+        if let Some(shard) = self.shard {
+            order = shard.take(&order);
         }
         order.truncate(self.len() * self.config.batch_size);
         order

@@ -3,7 +3,7 @@
 use super::measure::{Measure, StepCounts};
 use super::record::{BenchRecord, Status};
 use crate::precision::supported_float_dtypes;
-use crate::recipe::{Mode, Recipe, parse_recipe};
+use crate::recipe::{KernelsSection, Mode, Recipe, parse_recipe};
 use crate::stack::{Stack, resolve_stack, with_stack};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -33,6 +33,14 @@ impl BenchCase {
             .with_context(|| format!("cannot read recipe {}", self.recipe.display()))?;
         let mut sets = self.sets.clone();
         sets.push(format!("backend.mode={}", self.mode));
+        // burnacc's kernels run in mode acc: the eager and fused cases measure Burn alone.
+        if self.mode != Mode::Acc {
+            sets.extend(
+                KernelsSection::keys()
+                    .iter()
+                    .map(|key| format!("{key}=false")),
+            );
+        }
         match self.precision.as_str() {
             // Autocast exists in mode acc only: the case is skipped, named by the recipe.
             _ if self.mode != Mode::Acc => sets.push("amp.enabled=false".into()),

@@ -6,7 +6,7 @@
 use super::record::{BenchRecord, Status};
 use crate::kernel_routes::route_kernels;
 use crate::memory::read_memory;
-use crate::recipe::{CheckpointMode, DatasetKind, KernelsSection, Mode, Recipe};
+use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
 use crate::stack::{Stack, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
@@ -63,15 +63,9 @@ impl StackTask for Measure<'_> {
     type Output = Result<BenchRecord>;
 
     fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
-        // `[kernels]` as in training for the acc cases; the eager and fused cases measure Burn
-        // alone, so one recipe serves every mode. The routes hold on this thread until the
-        // case ends.
-        let kernels = if stack.mode() == Mode::Acc {
-            self.recipe.kernels.clone()
-        } else {
-            KernelsSection::default()
-        };
-        let _routes = route_kernels(stack, &kernels)?;
+        // `[kernels]` as in training (`BenchCase::resolve_recipe` switches them off for the
+        // eager and fused cases). The routes hold on this thread until the case ends.
+        let _routes = route_kernels(stack, &self.recipe.kernels)?;
         seed_device::<B>(&device, self.recipe.train.seed);
         let batch = self.recipe.train.batch_size;
         if self.recipe.model.name.is_text() {

@@ -2,6 +2,7 @@
 //!
 //! `cargo run --release --bin train -- configs/resnet50.toml --set train.max_steps=5`
 
+use burnacc_ddp::ProcessGroup;
 use burnacc_train::trainer::{ProfileRequest, RunOptions, run_recipe};
 use clap::Parser;
 use std::path::PathBuf;
@@ -33,7 +34,16 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Started by `launch`: this process's rank and where the others are.
+    let process = match ProcessGroup::from_env() {
+        Ok(process) => process,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let options = RunOptions {
+        process,
         sets: args.sets,
         quiet: args.quiet,
         profile: args.profile.then_some(ProfileRequest {
@@ -43,7 +53,9 @@ fn main() -> ExitCode {
     };
     match run_recipe(&args.recipe, &options) {
         Ok(summary) => {
-            println!("run folder: {}", summary.run_dir.display());
+            if options.is_leader() {
+                println!("run folder: {}", summary.run_dir.display());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

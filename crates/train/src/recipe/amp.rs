@@ -98,8 +98,7 @@ impl Default for AmpSection {
 impl AmpSection {
     /// Whether autocast is on (`enabled`, else `level = "O1"`, else off).
     pub fn is_enabled(&self) -> bool {
-        self.enabled
-            .unwrap_or(self.level == Some(AmpLevel::O1))
+        self.enabled.unwrap_or(self.level == Some(AmpLevel::O1))
     }
 
     /// The autocast dtype, when autocast is on.
@@ -142,9 +141,14 @@ impl AmpSection {
             ));
         }
         self.scaler_config().validate().map_err(|e| match e {
-            ScalerError::InvalidConfig { field, value, expected } => {
-                (scaler_key(field), format!("must be {expected} (got {value})"))
-            }
+            ScalerError::InvalidConfig {
+                field,
+                value,
+                expected,
+            } => (
+                scaler_key(field),
+                format!("must be {expected} (got {value})"),
+            ),
             other => ("amp", other.to_string()),
         })
     }

@@ -28,6 +28,36 @@ pub struct Recipe {
     pub checkpoint: CheckpointSection,
     /// `[kernels]`: burnacc's fused kernels, each switched on by its key (mode acc).
     pub kernels: KernelsSection,
+    /// `[ddp]`: data parallelism, for runs started by `launch`.
+    pub ddp: DdpSection,
+}
+
+/// `[ddp]`: how the processes of a data-parallel run (`launch --nproc-per-node N`) exchange
+/// gradients. A run started without `launch` is one process and ignores it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DdpSection {
+    /// Gradients are all-reduced in buckets of at most this size (PyTorch DDP's
+    /// `bucket_cap_mb`), e.g. `"25MiB"`, or bytes.
+    pub bucket: ByteSize,
+    /// The longest a process waits for the others in one collective operation (joining
+    /// included), in seconds: a peer that dies or never starts ends the run with an error
+    /// after this long, never a hang.
+    pub timeout_secs: f64,
+    /// Several devices of this machine trained in one process, one thread each (e.g.
+    /// `["cuda:0", "cuda:1"]`); replaces `backend.device`. Empty (default): one device.
+    pub devices: Vec<DeviceSpec>,
+}
+
+impl Default for DdpSection {
+    /// 25 MiB buckets, 300 s.
+    fn default() -> Self {
+        Self {
+            bucket: ByteSize::Text("25MiB".into()),
+            timeout_secs: 300.0,
+            devices: Vec::new(),
+        }
+    }
 }
 
 /// `[kernels]`: which of burnacc's fused kernels replace the ops they implement (all off by
@@ -47,7 +77,7 @@ pub struct KernelsSection {
     /// A model's bias + exact GELU (BERT's feed-forward expansion) runs as one fused op after
     /// the matmul (`burnacc_backend::fused::bias_gelu`).
     pub bias_gelu: bool,
-    /// A model's QuickGELU activations (`x·sigmoid(1.702x)`, `hidden_act = "quick_gelu"`) run
+    /// A model's QuickGELU activations (`x·sigmoid(1.702x)`, `hidden_act = "quick-gelu"`) run
     /// as one fused op (`burnacc_backend::fused::quick_gelu`).
     pub quick_gelu: bool,
     /// A model's bias + dropout + residual add (BERT's attention and feed-forward outputs)
@@ -66,6 +96,18 @@ pub struct KernelsSection {
 impl KernelsSection {
     /// The keys switched on, as dotted recipe keys (`"kernels.adam"`).
     pub fn enabled(&self) -> Vec<&'static str> {
+        self.flags()
+            .into_iter()
+            .filter_map(|(key, on)| on.then_some(key))
+            .collect()
+    }
+
+    /// Every key of the section, as dotted recipe keys.
+    pub fn keys() -> Vec<&'static str> {
+        Self::default().flags().map(|(key, _)| key).to_vec()
+    }
+
+    fn flags(&self) -> [(&'static str, bool); 8] {
         [
             ("kernels.layer_norm", self.layer_norm),
             ("kernels.adam", self.adam),
@@ -76,9 +118,6 @@ impl KernelsSection {
             ("kernels.window_process", self.window_process),
             ("kernels.swin_fmha", self.swin_fmha),
         ]
-        .into_iter()
-        .filter_map(|(key, on)| on.then_some(key))
-        .collect()
     }
 }
 
@@ -198,15 +237,18 @@ impl ModelName {
     }
 }
 
-/// Feed-forward activation of a BERT (`model.hidden_act`).
+/// Feed-forward activation of a BERT (`model.hidden_act`): `gelu`, `gelu-tanh`, `quick-gelu`
+/// (Hugging Face's spellings `gelu_new`, `gelu_pytorch_tanh`, `quick_gelu` are accepted too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HiddenActName {
     /// Exact GELU (BERT's).
     Gelu,
     /// GELU's tanh approximation.
+    #[serde(alias = "gelu_new", alias = "gelu_pytorch_tanh")]
     GeluTanh,
     /// x·σ(1.702·x).
+    #[serde(alias = "quick_gelu")]
     QuickGelu,
 }
 

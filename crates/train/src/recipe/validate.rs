@@ -51,6 +51,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
     }
     check_checkpoint(&r.checkpoint)?;
     check_kernels(r)?;
+    check_ddp(&r.ddp)?;
     let o = &r.optim;
     for (key, value) in [("optim.lr", o.lr), ("optim.eps", o.eps)] {
         if !(value > 0.0 && value.is_finite()) {
@@ -223,6 +224,24 @@ fn mode_name(mode: super::CheckpointMode) -> &'static str {
     }
 }
 
+/// A bucket holds at least one f32; the timeout is a positive number of seconds.
+fn check_ddp(d: &super::DdpSection) -> Result<(), (&'static str, String)> {
+    let bucket = d.bucket.bytes().map_err(|e| ("ddp.bucket", e))?;
+    if bucket < 4 {
+        return Err((
+            "ddp.bucket",
+            format!("must hold at least one f32, 4 bytes (got {bucket})"),
+        ));
+    }
+    if !(d.timeout_secs > 0.0 && d.timeout_secs.is_finite()) {
+        return Err((
+            "ddp.timeout_secs",
+            format!("must be a finite number > 0 (got {})", d.timeout_secs),
+        ));
+    }
+    Ok(())
+}
+
 /// `auto` needs a budget, and only `auto` takes one.
 fn check_checkpoint(c: &super::CheckpointSection) -> Result<(), (&'static str, String)> {
     match (c.mode, &c.budget) {
@@ -265,13 +284,19 @@ fn check_kernels(r: &Recipe) -> Result<(), (&'static str, String)> {
     if r.kernels.adam && !is_adam {
         return Err((
             "kernels.adam",
-            format!("fuses Adam/AdamW steps, but optim.name is \"{}\"", format!("{optimizer:?}").to_lowercase()),
+            format!(
+                "fuses Adam/AdamW steps, but optim.name is \"{}\"",
+                format!("{optimizer:?}").to_lowercase()
+            ),
         ));
     }
     if r.kernels.sgd && optimizer != OptimizerName::Sgd {
         return Err((
             "kernels.sgd",
-            format!("fuses SGD steps, but optim.name is \"{}\"", format!("{optimizer:?}").to_lowercase()),
+            format!(
+                "fuses SGD steps, but optim.name is \"{}\"",
+                format!("{optimizer:?}").to_lowercase()
+            ),
         ));
     }
     Ok(())

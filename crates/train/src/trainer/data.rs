@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use burnacc_datasets::{
     CorruptPolicy, FashionMnist, FashionMnistConfig, FashionMnistSplit, ImageDataset, ImageFolder,
     ImageFolderConfig, ImageTransform, Loader, LoaderConfig, MockOutcome, MockSpec, Normalize,
-    Subset, TransformMode, default_mock_dir, fashion_mnist_dir, generate_mock_imagenet,
+    Shard, Subset, TransformMode, default_mock_dir, fashion_mnist_dir, generate_mock_imagenet,
     stratified_split,
 };
 use std::path::PathBuf;
@@ -36,7 +36,9 @@ impl ImageSources {
 }
 
 /// Opens (or generates) the recipe's dataset and builds its loaders.
-pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
+/// With `shard`, the training loader serves that rank's share of each epoch (data-parallel
+/// processes); the held-out loader serves everything (rank 0 evaluates).
+pub fn build_image_data(recipe: &Recipe, shard: Option<Shard>) -> Result<ImageSources> {
     let d = &recipe.data;
     let (train, eval, folders): (Arc<dyn ImageDataset>, Option<Arc<dyn ImageDataset>>, _) = match d
         .dataset
@@ -122,8 +124,12 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
             d.val_fraction
         );
     }
+    let train = Loader::new(train, train_config)?;
     Ok(ImageSources {
-        train: Loader::new(train, train_config)?,
+        train: match shard {
+            Some(shard) => train.sharded(shard),
+            None => train,
+        },
         eval: eval
             .filter(|e| !e.is_empty())
             .map(|e| Loader::new(e, eval_config))

@@ -7,6 +7,7 @@ mod classify;
 mod data;
 mod eval;
 mod init;
+mod peering;
 mod source;
 mod step;
 mod step_loop;
@@ -24,6 +25,7 @@ pub use classify::{
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
 pub use init::{init_model, init_on_host, init_swin, seed_device, to_device, with_host_rng};
+pub use peering::{Peering, process_stack, resolve_devices};
 pub use source::BatchSource;
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
@@ -40,6 +42,8 @@ use crate::recipe::{Recipe, load_recipe};
 use crate::run_dir::{fresh_run_dir, write_atomic};
 use crate::stack::{Stack, resolve_stack, with_stack};
 use anyhow::{Context, Result};
+use burnacc_datasets::Shard;
+use burnacc_ddp::ProcessGroup;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -58,6 +62,17 @@ pub struct RunOptions {
     pub quiet: bool,
     /// `--profile`: trace a window of steps into `trace.json`.
     pub profile: Option<ProfileRequest>,
+    /// This process's place in a data-parallel run of several processes (`launch` sets it in
+    /// the environment; `ProcessGroup::from_env`). `None`: a run of one process.
+    pub process: Option<ProcessGroup>,
+}
+
+impl RunOptions {
+    /// Whether this process logs, shows progress and writes the run folder: rank 0, or the only
+    /// process.
+    pub fn is_leader(&self) -> bool {
+        self.process.as_ref().is_none_or(|p| p.rank == 0)
+    }
 }
 
 /// The training and held-out data of a recipe: images or text.
@@ -69,12 +84,13 @@ pub enum Data {
 }
 
 impl Data {
-    /// Reads (or generates) the recipe's dataset and builds its loaders.
-    pub fn build(recipe: &Recipe) -> Result<Self> {
+    /// Reads (or generates) the recipe's dataset and builds its loaders; with `shard`, the
+    /// training loader serves that rank's share of each epoch.
+    pub fn build(recipe: &Recipe, shard: Option<Shard>) -> Result<Self> {
         Ok(if recipe.data.dataset.is_text() {
-            Data::Text(build_text_data(recipe)?)
+            Data::Text(build_text_data(recipe, shard)?)
         } else {
-            Data::Images(build_image_data(recipe)?)
+            Data::Images(build_image_data(recipe, shard)?)
         })
     }
 
@@ -124,7 +140,7 @@ impl Data {
 pub struct RunSummary {
     /// The recipe file.
     pub recipe_file: PathBuf,
-    /// The run folder.
+    /// The run folder (empty on data-parallel ranks other than 0, which write nothing).
     pub run_dir: PathBuf,
     /// The stack that ran, e.g. `mode acc on cpu (Autodiff<Acc<Flex>>)`.
     pub stack: String,
@@ -146,15 +162,54 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
     let recipe = load_recipe(file, &options.sets)?;
     // Before any device starts: CubeCL reads its configuration once.
     let caches = configure_kernel_caches();
-    let stack = resolve_stack(recipe.backend.mode, recipe.backend.device)?;
+    let devices = &recipe.ddp.devices;
+    if !devices.is_empty() && options.process.is_some() {
+        anyhow::bail!(
+            "key `ddp.devices` in {}: under launch every process trains on one device (its \
+             LOCAL_RANK); remove ddp.devices or run train without launch",
+            file.display()
+        );
+    }
+    let stacks = if devices.is_empty() {
+        let stack = resolve_stack(recipe.backend.mode, recipe.backend.device)?;
+        match &options.process {
+            Some(group) => vec![process_stack(stack, group)?],
+            None => vec![stack],
+        }
+    } else {
+        resolve_devices(recipe.backend.mode, devices)?
+    };
+    let stack = stacks[0];
+    check_amp_dtype(&recipe, file, stack)?;
+    if !options.is_leader() {
+        return run_checked(&recipe, file, stack, options);
+    }
     eprintln!(
         "backend: {stack} (recipe asked for device `{}`)",
         recipe.backend.device
     );
+    if stacks.len() > 1 {
+        let names: Vec<String> = stacks.iter().map(|s| s.device().to_string()).collect();
+        eprintln!(
+            "ddp: {} devices in this process, one thread each ({}); gradients all-reduced in \
+             buckets of {} bytes",
+            stacks.len(),
+            names.join(", "),
+            recipe.ddp.bucket.bytes().expect("checked with the recipe")
+        );
+    }
+    if let Some(group) = &options.process {
+        eprintln!(
+            "ddp: {} processes, meeting at {}:{}; gradients all-reduced in buckets of {} bytes",
+            group.world,
+            group.master_addr,
+            group.master_port,
+            recipe.ddp.bucket.bytes().expect("checked with the recipe")
+        );
+    }
     if stack.device() != crate::recipe::DeviceSpec::Cpu {
         eprintln!("kernels: {caches}");
     }
-    check_amp_dtype(&recipe, file, stack)?;
     if let Some(dtype) = recipe.amp.autocast_dtype() {
         let scaler = if recipe.amp.scaler_config().enabled {
             "on"
@@ -163,11 +218,17 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
         };
         eprintln!("amp: autocast in {}, loss scaling {scaler}", dtype.as_str());
     }
-    run_checked(&recipe, file, stack, options)
+    if devices.is_empty() {
+        run_checked(&recipe, file, stack, options)
+    } else {
+        run_local_devices(&recipe, file, &stacks, options)
+    }
 }
 
 /// Trains an already checked recipe on `stack`. Runs in one process take turns (they share the
-/// backends' random generators).
+/// backends' random generators). In a data-parallel run of several processes
+/// (`options.process`), each trains on its share of the data, and only rank 0 prints, logs,
+/// evaluates and writes the run folder.
 pub fn run_checked(
     recipe: &Recipe,
     file: &Path,
@@ -175,15 +236,90 @@ pub fn run_checked(
     options: &RunOptions,
 ) -> Result<RunSummary> {
     let _turn = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let peering = options.process.as_ref().map(Peering::Process);
+    run_replica(recipe, file, stack, options, peering)
+}
+
+/// Trains an already checked recipe data-parallel on `stacks` (`[ddp] devices`), one thread
+/// per device, as [`run_checked`] trains on one; returns rank 0's summary, or the first error
+/// (rank 0's if it failed).
+pub fn run_local_devices(
+    recipe: &Recipe,
+    file: &Path,
+    stacks: &[Stack],
+    options: &RunOptions,
+) -> Result<RunSummary> {
+    let _turn = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let world = stacks.len();
+    let results: Vec<Result<RunSummary>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = stacks
+            .iter()
+            .enumerate()
+            .map(|(rank, &stack)| {
+                let peering = Some(Peering::Thread { rank, world });
+                scope.spawn(move || run_replica(recipe, file, stack, options, peering))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(rank, handle)| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("ddp: the thread of rank {rank} panicked"))
+                })
+            })
+            .collect()
+    });
+    let mut results = results.into_iter();
+    let leader = results.next().expect("at least one device");
+    match leader {
+        Ok(summary) => match results.find_map(Result::err) {
+            Some(error) => Err(error),
+            None => Ok(summary),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// One replica's run: the whole run without `peering`; with it, this replica's share, rank 0
+/// alone writing. The caller holds [`RUNS`].
+fn run_replica(
+    recipe: &Recipe,
+    file: &Path,
+    stack: Stack,
+    options: &RunOptions,
+    peering: Option<Peering<'_>>,
+) -> Result<RunSummary> {
     // Checked before any work; the routes hold on this thread, where the stack runs, until
     // the run ends.
     let _routes = route_kernels(stack, &recipe.kernels)?;
-    let data = Data::build(recipe)?;
+    let data = Data::build(recipe, peering.map(|p| p.shard()))?;
+    let leader = peering.is_none_or(|p| p.rank() == 0);
     let root = recipe
         .train
         .run_dir
         .clone()
         .unwrap_or_else(|| default_run_root(file));
+    if !leader {
+        let task = TrainTask {
+            recipe,
+            data: &data,
+            run_dir: None,
+            quiet: true,
+            profile: None,
+            peering,
+        };
+        return Ok(RunSummary {
+            recipe_file: file.to_owned(),
+            run_dir: PathBuf::new(),
+            stack: stack.to_string(),
+            train_samples: data.train_samples(),
+            eval_samples: data.eval_samples(),
+            skipped_images: data.skipped(),
+            padding: data.padding(),
+            outcome: with_stack(stack, task)?,
+        });
+    }
     let run_dir = fresh_run_dir(&root)?;
     eprintln!(
         "data: {} training / {} held-out samples, {} classes; run folder {}",
@@ -211,9 +347,10 @@ pub fn run_checked(
     let task = TrainTask {
         recipe,
         data: &data,
-        run_dir: &run_dir,
+        run_dir: Some(&run_dir),
         quiet: options.quiet,
         profile: options.profile.clone(),
+        peering,
     };
     let outcome = with_stack(stack, task)?;
     if let Some(eval) = &outcome.eval {

@@ -37,16 +37,19 @@ pub enum Phase {
     Forward,
     /// Backward pass (with the recomputation of checkpointed blocks).
     Backward,
+    /// The gradient sync with the other processes of a data-parallel run (nothing otherwise).
+    AllReduce,
     /// Unscaling, the optimizer update and the loss-scale update.
     Optimizer,
 }
 
 impl Phase {
-    /// `forward`, `backward`, `optimizer`.
+    /// `forward`, `backward`, `all_reduce`, `optimizer`.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Forward => "forward",
             Phase::Backward => "backward",
+            Phase::AllReduce => "all_reduce",
             Phase::Optimizer => "optimizer",
         }
     }
@@ -158,8 +161,9 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         } else {
             tape.backward(scaled, &model)
         };
-        let grads = sync(&model, grads)?;
         mark(Phase::Backward)?;
+        let grads = sync(&model, grads)?;
+        mark(Phase::AllReduce)?;
         let grads = self.scaler.unscale(&model, grads)?;
         let found_inf = self.scaler.found_inf();
         let model = self.optim.step(lr, model, grads, found_inf.as_ref());

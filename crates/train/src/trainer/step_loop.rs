@@ -4,7 +4,7 @@ use super::auto_checkpoint::{AutoCheckpointSummary, measure_blocks, plan_auto};
 use super::batch::correct_count;
 use super::classify::ClassifyCheckpointed;
 use super::source::BatchSource;
-use super::step::{StepOutput, Stepper};
+use super::step::{GradientSync, StepOutput, Stepper};
 use crate::log::{JsonlLog, StepRecord};
 use crate::memory::read_memory;
 use crate::profile::Profiler;
@@ -14,6 +14,7 @@ use crate::schedule::learning_rate;
 use crate::stack::Stack;
 use anyhow::Result;
 use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
 use burn::tensor::Int;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, Transaction};
@@ -21,6 +22,7 @@ use burnacc_backend::counters;
 use burnacc_backend::trace;
 use burnacc_checkpoint::CheckpointBackend;
 use burnacc_checkpoint::CheckpointTape;
+use burnacc_ddp::Peer;
 use std::time::Instant;
 
 /// What the loop measured.
@@ -60,6 +62,10 @@ pub struct LoopStats {
 /// throughput covers whole steps. On `acc` stacks each record says how many host reads went
 /// through `Acc` between logged steps outside that transaction (zero when the step is
 /// sync-free).
+///
+/// With `peer` (a data-parallel run), every step's gradients are averaged with the other
+/// processes' between backward and the optimizer step, and the logged loss, accuracy and
+/// samples/s are over all processes' batches (one small all-reduce per logged step).
 #[allow(clippy::too_many_arguments)]
 pub fn train_steps<B, M, H, S>(
     mut model: M,
@@ -71,6 +77,7 @@ pub fn train_steps<B, M, H, S>(
     log: &mut JsonlLog,
     progress: &Progress,
     mut profiler: Option<&mut Profiler>,
+    peer: Option<&Peer<B::InnerBackend>>,
 ) -> Result<(M, LoopStats)>
 where
     B: CheckpointBackend,
@@ -133,18 +140,25 @@ where
                 model.classify_checkpointed(batch, device, tape, &|i| plan[i])
             }
         };
+        let mut sync = |model: &M, grads: GradientsParams| -> Result<GradientsParams> {
+            Ok(match peer {
+                Some(peer) => peer.all_reduce_gradients::<B, M>(model, grads)?,
+                None => grads,
+            })
+        };
         let (next, out) = match profiler.as_deref_mut().filter(|p| p.covers(step)) {
             Some(p) => profiled_step(
                 &mut stepper,
                 model,
                 lr,
                 forward,
+                &mut sync,
                 device,
                 p,
                 step,
                 batch_size,
             )?,
-            None => stepper.step(model, lr, forward)?,
+            None => stepper.step_synced(model, lr, forward, &mut |_| Ok(()), &mut sync)?,
         };
         model = next;
         stats.checkpointed_blocks = out.checkpointed_blocks;
@@ -171,7 +185,12 @@ where
             let data = transaction.execute();
             reads_baseline = counters::snapshot();
             let loss = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
-            let correct = data[1].iter::<i64>().next().unwrap_or(0);
+            let correct = data[1].iter::<i64>().next().unwrap_or(0) as f64;
+            // Over every process's batch: each loss is a mean over an equal share.
+            let (loss, correct, samples) = match peer {
+                Some(peer) => over_all_processes(peer, loss, correct, batch_size, device)?,
+                None => (loss, correct, batch_size as f64),
+            };
             let loss_scale = data.get(2).and_then(|d| d.iter::<f64>().next());
             let skipped_steps = data
                 .get(3)
@@ -183,7 +202,8 @@ where
                 stats.first_loss = loss;
                 (None, Some(stats.first_step_secs))
             } else {
-                let speed = interval_samples as f64 / elapsed;
+                let processes = peer.map_or(1, Peer::world);
+                let speed = (interval_samples * processes) as f64 / elapsed;
                 speeds.push(speed);
                 (Some(speed), Some(elapsed / interval_steps as f64))
             };
@@ -191,7 +211,7 @@ where
                 step: step + 1,
                 epoch,
                 loss,
-                train_accuracy: correct as f64 / batch_size as f64,
+                train_accuracy: correct / samples,
                 lr,
                 samples_per_sec,
                 step_secs,
@@ -222,6 +242,21 @@ where
     Ok((model, stats))
 }
 
+/// `(mean loss, correct, samples)` over every process of a data-parallel run, from this
+/// process's `loss` (a mean over its `samples`), all processes' batches being equal.
+fn over_all_processes<B: burn::tensor::backend::Backend>(
+    peer: &Peer<B>,
+    loss: f64,
+    correct: f64,
+    samples: usize,
+    device: &B::Device,
+) -> Result<(f64, f64, f64)> {
+    let local = Tensor::<B, 1>::from_floats([loss as f32, correct as f32, samples as f32], device);
+    let sums = peer.all_reduce_sum(local)?.into_data().convert::<f64>();
+    let sums: Vec<f64> = sums.to_vec().expect("f64 data");
+    Ok((sums[0] / peer.world() as f64, sums[1], sums[2]))
+}
+
 /// One step with its phases synchronised and recorded, and the ops `Acc` saw traced; writes
 /// the trace after the last profiled step.
 #[allow(clippy::too_many_arguments)]
@@ -230,6 +265,7 @@ fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>>(
     model: M,
     lr: f64,
     forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    sync: GradientSync<'_, M>,
     device: &B::Device,
     profiler: &mut Profiler,
     step: usize,
@@ -239,13 +275,14 @@ fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>>(
     let start = Instant::now();
     let mut last = start;
     trace::start_tracing();
-    let result = stepper.step_marked(model, lr, forward, &mut |phase| {
+    let mark = &mut |phase: super::step::Phase| -> Result<()> {
         B::sync(device)?;
         let now = Instant::now();
         profiler.phase(phase.as_str(), last, now, serde_json::Value::Null);
         last = now;
         Ok(())
-    });
+    };
+    let result = stepper.step_synced(model, lr, forward, mark, sync);
     profiler.ops(&trace::stop_tracing());
     let args = serde_json::json!({ "samples": samples });
     profiler.phase(&format!("step {}", step + 1), start, last, args);

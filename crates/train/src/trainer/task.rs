@@ -5,6 +5,7 @@ use super::bert_init::{PretrainedSummary, init_bert};
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
 use super::init::{init_model, init_swin, seed_device};
+use super::peering::Peering;
 use super::source::BatchSource;
 use super::step::Stepper;
 use super::step_loop::{LoopStats, inference_model, train_steps};
@@ -28,12 +29,15 @@ pub struct TrainTask<'a> {
     pub recipe: &'a Recipe,
     /// Loaders of the training and held-out splits.
     pub data: &'a Data,
-    /// The run's folder (fresh).
-    pub run_dir: &'a Path,
+    /// The run's folder (fresh); `None` on data-parallel ranks other than 0, which log,
+    /// evaluate and save nothing.
+    pub run_dir: Option<&'a Path>,
     /// No progress bar.
     pub quiet: bool,
     /// `--profile`: the window of steps to trace.
     pub profile: Option<ProfileRequest>,
+    /// This replica's place in a data-parallel run (processes or threads).
+    pub peering: Option<Peering<'a>>,
 }
 
 /// What a run produced.
@@ -179,18 +183,29 @@ impl TrainTask<'_> {
         // Seeds what the device draws itself during training (e.g. dropout masks).
         seed_device::<B>(device, self.recipe.train.seed);
         let stepper = Stepper::new(self.recipe, device)?;
-        let mut log = JsonlLog::create(&self.run_dir.join("log.jsonl"))?;
-        let progress = Progress::new(self.recipe.train.max_steps, self.quiet);
+        let mut log = match self.run_dir {
+            Some(dir) => JsonlLog::create(&dir.join("log.jsonl"))?,
+            None => JsonlLog::discard(),
+        };
+        let progress = match self.run_dir {
+            Some(_) => Progress::new(self.recipe.train.max_steps, self.quiet),
+            None => Progress::silent(),
+        };
         let mut profiler = match &self.profile {
             Some(p) => {
                 let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
-                let folder = p.folder.clone().unwrap_or_else(|| self.run_dir.to_owned());
+                let run_dir = self.run_dir.context("--profile: only rank 0 profiles")?;
+                let folder = p.folder.clone().unwrap_or_else(|| run_dir.to_owned());
                 // A new folder is made, as the run folder is; before any step runs.
                 std::fs::create_dir_all(&folder).with_context(|| {
                     format!("--profile-folder {}: cannot create it", folder.display())
                 })?;
                 Some(Profiler::new(window, folder.join("trace.json")))
             }
+            None => None,
+        };
+        let peer = match self.peering {
+            Some(peering) => Some(peering.join::<B, M>(&self.recipe.ddp, &model, device)?),
             None => None,
         };
         let (model, stats) = train_steps(
@@ -203,8 +218,21 @@ impl TrainTask<'_> {
             &mut log,
             &progress,
             profiler.as_mut(),
+            peer.as_ref(),
         )?;
         progress.finish();
+        if let Some(peer) = peer {
+            peer.finish()?;
+        }
+        // Every rank holds the same model; rank 0 alone evaluates and saves it.
+        let Some(run_dir) = self.run_dir else {
+            return Ok(TrainOutcome {
+                stats,
+                eval: None,
+                model_file: None,
+                pretrained,
+            });
+        };
 
         let eval = match (eval, self.recipe.train.eval) {
             (Some(loader), true) => {
@@ -219,7 +247,7 @@ impl TrainTask<'_> {
             _ => None,
         };
         let model_file = if self.recipe.train.save_model {
-            Some(save_model(model, &self.run_dir.join("model.mpk"))?)
+            Some(save_model(model, &run_dir.join("model.mpk"))?)
         } else {
             None
         };

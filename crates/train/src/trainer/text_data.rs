@@ -4,6 +4,7 @@
 use super::data::model_classes;
 use crate::recipe::{DatasetKind, Recipe, TextPaths};
 use anyhow::{Context, Result};
+use burnacc_datasets::Shard;
 use burnacc_datasets::text::{
     MINILM_TOKENIZER_SHA256, MiniLmFiles, ROTTEN_TOMATOES_SHA256, TextLoader, TextLoaderConfig,
     TextTokenizer, read_rotten_tomatoes, read_sst2_tsv, text_data_dir, tokenize_all,
@@ -44,8 +45,10 @@ pub struct TextSources {
 }
 
 /// Reads, splits and tokenizes the recipe's corpus. Default files (fetched by
-/// `scripts/fetch_text_data.sh`) are checked against their published SHA-256 first.
-pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
+/// `scripts/fetch_text_data.sh`) are checked against their published SHA-256 first. With
+/// `shard`, the training loader serves that rank's share of each epoch (data-parallel
+/// processes); the held-out loader serves everything (rank 0 evaluates).
+pub fn build_text_data(recipe: &Recipe, shard: Option<Shard>) -> Result<TextSources> {
     let d = &recipe.data;
     let paths = TextPaths::of(recipe);
     if paths.corpus_is_default {
@@ -100,6 +103,10 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         padded: train.padding_fraction(None)?,
         packed: train.padding_fraction(Some(d.max_length))?,
         packing: d.packing,
+    };
+    let train = match shard {
+        Some(shard) => train.sharded(shard),
+        None => train,
     };
     let eval = (eval_samples > 0)
         .then(|| TextLoader::new(eval.ids, eval.labels, eval_config))
