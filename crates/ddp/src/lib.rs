@@ -6,7 +6,6 @@
 //!   model's parameter order, flattened into buckets of at most `bucket_bytes`;
 //! - [`Peer::check_parameters_agree`]: the start-of-training check that every peer holds the
 //!   same weights (all peers seed alike instead of broadcasting them);
-//! - [`DistributedSampler`]: each rank's share of a dataset, reshuffled per epoch;
 //! - [`run_local_peers`]: `world` peers as threads of this process;
 //! - [`ProcessGroup`] and [`Peer::join_process`]: one peer per process, the processes meeting
 //!   at rank 0's orchestrator (what `launch` starts, with `torchrun`'s environment variables).
@@ -21,11 +20,9 @@ mod grads;
 mod local;
 mod peer;
 mod process;
-mod sampler;
 mod timeout;
 
 pub use error::DdpError;
 pub use local::run_local_peers;
 pub use peer::{DEFAULT_BUCKET_BYTES, DEFAULT_TIMEOUT, Peer, PeerConfig};
 pub use process::{ProcessGroup, env};
-pub use sampler::DistributedSampler;

@@ -5,13 +5,14 @@ use anyhow::{Context, Result, bail};
 use burnacc_datasets::{
     CorruptPolicy, FashionMnist, FashionMnistConfig, FashionMnistSplit, ImageDataset, ImageFolder,
     ImageFolderConfig, ImageTransform, Loader, LoaderConfig, MockOutcome, MockSpec, Normalize,
-    Shard, Subset, TransformMode, default_mock_dir, fashion_mnist_dir, generate_mock_imagenet,
+    Subset, TransformMode, default_mock_dir, fashion_mnist_dir, generate_mock_imagenet,
     stratified_split,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Loaders and facts about the data, ready for the training loop.
+#[derive(Clone)]
 pub struct ImageSources {
     /// Training batches (shuffled, last partial batch dropped so every step has a full batch).
     pub train: Loader,
@@ -36,9 +37,7 @@ impl ImageSources {
 }
 
 /// Opens (or generates) the recipe's dataset and builds its loaders.
-/// With `shard`, the training loader serves that rank's share of each epoch (data-parallel
-/// processes); the held-out loader serves everything (rank 0 evaluates).
-pub fn build_image_data(recipe: &Recipe, shard: Option<Shard>) -> Result<ImageSources> {
+pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
     let d = &recipe.data;
     let (train, eval, folders): (Arc<dyn ImageDataset>, Option<Arc<dyn ImageDataset>>, _) = match d
         .dataset
@@ -124,12 +123,8 @@ pub fn build_image_data(recipe: &Recipe, shard: Option<Shard>) -> Result<ImageSo
             d.val_fraction
         );
     }
-    let train = Loader::new(train, train_config)?;
     Ok(ImageSources {
-        train: match shard {
-            Some(shard) => train.sharded(shard),
-            None => train,
-        },
+        train: Loader::new(train, train_config)?,
         eval: eval
             .filter(|e| !e.is_empty())
             .map(|e| Loader::new(e, eval_config))

@@ -76,6 +76,7 @@ impl RunOptions {
 }
 
 /// The training and held-out data of a recipe: images or text.
+#[derive(Clone)]
 pub enum Data {
     /// Image folders, mock ImageNet, Fashion-MNIST.
     Images(ImageSources),
@@ -84,14 +85,25 @@ pub enum Data {
 }
 
 impl Data {
-    /// Reads (or generates) the recipe's dataset and builds its loaders; with `shard`, the
-    /// training loader serves that rank's share of each epoch.
-    pub fn build(recipe: &Recipe, shard: Option<Shard>) -> Result<Self> {
+    /// Reads (or generates) the recipe's dataset and builds its loaders.
+    pub fn build(recipe: &Recipe) -> Result<Self> {
         Ok(if recipe.data.dataset.is_text() {
-            Data::Text(build_text_data(recipe, shard)?)
+            Data::Text(build_text_data(recipe)?)
         } else {
-            Data::Images(build_image_data(recipe, shard)?)
+            Data::Images(build_image_data(recipe)?)
         })
+    }
+
+    /// The same data with the training loader serving only `shard`'s share of each epoch
+    /// (data-parallel replicas); the held-out loader still serves everything (rank 0
+    /// evaluates). The datasets themselves are shared, not read again.
+    pub fn sharded(&self, shard: Shard) -> Self {
+        let mut data = self.clone();
+        match &mut data {
+            Data::Images(d) => d.train = d.train.clone().sharded(shard),
+            Data::Text(d) => d.train = d.train.clone().sharded(shard),
+        }
+        data
     }
 
     /// Training samples per epoch.
@@ -154,6 +166,28 @@ pub struct RunSummary {
     pub padding: Option<PaddingReport>,
     /// What the run measured.
     pub outcome: TrainOutcome,
+}
+
+impl RunSummary {
+    /// What a run of the recipe at `file` on `stack` with `data` produced.
+    fn new(
+        file: &Path,
+        run_dir: PathBuf,
+        stack: Stack,
+        data: &Data,
+        outcome: TrainOutcome,
+    ) -> Self {
+        Self {
+            recipe_file: file.to_owned(),
+            run_dir,
+            stack: stack.to_string(),
+            train_samples: data.train_samples(),
+            eval_samples: data.eval_samples(),
+            skipped_images: data.skipped(),
+            padding: data.padding(),
+            outcome,
+        }
+    }
 }
 
 /// Checks the recipe at `file`, then trains it. Every recipe or device error is returned before
@@ -236,8 +270,12 @@ pub fn run_checked(
     options: &RunOptions,
 ) -> Result<RunSummary> {
     let _turn = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    // Checked before any work; the routes hold on this thread, where the stack runs, until
+    // the run ends.
+    let _routes = route_kernels(stack, &recipe.kernels)?;
+    let data = Data::build(recipe)?;
     let peering = options.process.as_ref().map(Peering::Process);
-    run_replica(recipe, file, stack, options, peering)
+    run_replica(recipe, file, stack, options, peering, &data)
 }
 
 /// Trains an already checked recipe data-parallel on `stacks` (`[ddp] devices`), one thread
@@ -250,6 +288,10 @@ pub fn run_local_devices(
     options: &RunOptions,
 ) -> Result<RunSummary> {
     let _turn = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    // Checked before any work (each thread routes for itself below); the data is read once
+    // and shared by the replicas.
+    drop(route_kernels(stacks[0], &recipe.kernels)?);
+    let data = Data::build(recipe)?;
     let world = stacks.len();
     let results: Vec<Result<RunSummary>> = std::thread::scope(|scope| {
         let handles: Vec<_> = stacks
@@ -257,7 +299,11 @@ pub fn run_local_devices(
             .enumerate()
             .map(|(rank, &stack)| {
                 let peering = Some(Peering::Thread { rank, world });
-                scope.spawn(move || run_replica(recipe, file, stack, options, peering))
+                let data = &data;
+                scope.spawn(move || {
+                    let _routes = route_kernels(stack, &recipe.kernels)?;
+                    run_replica(recipe, file, stack, options, peering, data)
+                })
             })
             .collect();
         handles
@@ -281,45 +327,42 @@ pub fn run_local_devices(
     }
 }
 
-/// One replica's run: the whole run without `peering`; with it, this replica's share, rank 0
-/// alone writing. The caller holds [`RUNS`].
+/// One replica's run on `data`: the whole run without `peering`; with it, this replica's
+/// share, rank 0 alone writing. The caller holds [`RUNS`] and this thread's kernel routes.
 fn run_replica(
     recipe: &Recipe,
     file: &Path,
     stack: Stack,
     options: &RunOptions,
     peering: Option<Peering<'_>>,
+    data: &Data,
 ) -> Result<RunSummary> {
-    // Checked before any work; the routes hold on this thread, where the stack runs, until
-    // the run ends.
-    let _routes = route_kernels(stack, &recipe.kernels)?;
-    let data = Data::build(recipe, peering.map(|p| p.shard()))?;
+    let sharded;
+    let data = match peering {
+        Some(p) => {
+            sharded = data.sharded(p.shard());
+            &sharded
+        }
+        None => data,
+    };
     let leader = peering.is_none_or(|p| p.rank() == 0);
-    let root = recipe
-        .train
-        .run_dir
-        .clone()
-        .unwrap_or_else(|| default_run_root(file));
     if !leader {
         let task = TrainTask {
             recipe,
-            data: &data,
+            data,
             run_dir: None,
             quiet: true,
             profile: None,
             peering,
         };
-        return Ok(RunSummary {
-            recipe_file: file.to_owned(),
-            run_dir: PathBuf::new(),
-            stack: stack.to_string(),
-            train_samples: data.train_samples(),
-            eval_samples: data.eval_samples(),
-            skipped_images: data.skipped(),
-            padding: data.padding(),
-            outcome: with_stack(stack, task)?,
-        });
+        let outcome = with_stack(stack, task)?;
+        return Ok(RunSummary::new(file, PathBuf::new(), stack, data, outcome));
     }
+    let root = recipe
+        .train
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| default_run_root(file));
     let run_dir = fresh_run_dir(&root)?;
     eprintln!(
         "data: {} training / {} held-out samples, {} classes; run folder {}",
@@ -328,7 +371,7 @@ fn run_replica(
         data.num_classes(),
         run_dir.display()
     );
-    if let Data::Text(text) = &data {
+    if let Data::Text(text) = data {
         let p = text.padding;
         eprintln!(
             "data: padding {:.1}% of tokens one sample per row, {:.1}% packed into rows of {} \
@@ -346,7 +389,7 @@ fn run_replica(
 
     let task = TrainTask {
         recipe,
-        data: &data,
+        data,
         run_dir: Some(&run_dir),
         quiet: options.quiet,
         profile: options.profile.clone(),
@@ -367,16 +410,7 @@ fn run_replica(
             data.skipped()
         );
     }
-    let summary = RunSummary {
-        recipe_file: file.to_owned(),
-        run_dir: run_dir.clone(),
-        stack: stack.to_string(),
-        train_samples: data.train_samples(),
-        eval_samples: data.eval_samples(),
-        skipped_images: data.skipped(),
-        padding: data.padding(),
-        outcome,
-    };
+    let summary = RunSummary::new(file, run_dir.clone(), stack, data, outcome);
     let json = serde_json::to_vec_pretty(&summary)?;
     write_atomic(&run_dir.join("summary.json"), &json)?;
     Ok(summary)

@@ -4,7 +4,6 @@
 use super::data::model_classes;
 use crate::recipe::{DatasetKind, Recipe, TextPaths};
 use anyhow::{Context, Result};
-use burnacc_datasets::Shard;
 use burnacc_datasets::text::{
     MINILM_TOKENIZER_SHA256, MiniLmFiles, ROTTEN_TOMATOES_SHA256, TextLoader, TextLoaderConfig,
     TextTokenizer, read_rotten_tomatoes, read_sst2_tsv, text_data_dir, tokenize_all,
@@ -27,6 +26,7 @@ pub struct PaddingReport {
 }
 
 /// Tokenized loaders and facts about a text corpus.
+#[derive(Clone)]
 pub struct TextSources {
     /// Training batches (shuffled; the last partial batch is dropped).
     pub train: TextLoader,
@@ -45,10 +45,8 @@ pub struct TextSources {
 }
 
 /// Reads, splits and tokenizes the recipe's corpus. Default files (fetched by
-/// `scripts/fetch_text_data.sh`) are checked against their published SHA-256 first. With
-/// `shard`, the training loader serves that rank's share of each epoch (data-parallel
-/// processes); the held-out loader serves everything (rank 0 evaluates).
-pub fn build_text_data(recipe: &Recipe, shard: Option<Shard>) -> Result<TextSources> {
+/// `scripts/fetch_text_data.sh`) are checked against their published SHA-256 first.
+pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
     let d = &recipe.data;
     let paths = TextPaths::of(recipe);
     if paths.corpus_is_default {
@@ -103,10 +101,6 @@ pub fn build_text_data(recipe: &Recipe, shard: Option<Shard>) -> Result<TextSour
         padded: train.padding_fraction(None)?,
         packed: train.padding_fraction(Some(d.max_length))?,
         packing: d.packing,
-    };
-    let train = match shard {
-        Some(shard) => train.sharded(shard),
-        None => train,
     };
     let eval = (eval_samples > 0)
         .then(|| TextLoader::new(eval.ids, eval.labels, eval_config))
