@@ -51,13 +51,17 @@ pub fn autocast(dtype: FloatDType) -> Result<AutocastGuard, AutocastError> {
     if !matches!(dtype, FloatDType::F16 | FloatDType::BF16) {
         return Err(AutocastError::NotHalf(dtype));
     }
-    Ok(AutocastGuard { previous: AUTOCAST.with(|a| a.replace(Some(dtype))) })
+    Ok(AutocastGuard {
+        previous: AUTOCAST.with(|a| a.replace(Some(dtype))),
+    })
 }
 
 /// Switches autocast off for this thread until the guard drops (e.g. around a loss that must
 /// stay in f32, like PyTorch's `autocast(enabled=False)`).
 pub fn no_autocast() -> AutocastGuard {
-    AutocastGuard { previous: AUTOCAST.with(|a| a.replace(None)) }
+    AutocastGuard {
+        previous: AUTOCAST.with(|a| a.replace(None)),
+    }
 }
 
 /// The autocast dtype of this thread, if autocast is on.
@@ -91,7 +95,14 @@ impl Plan {
     /// A plan for an op under `policy` while autocast runs in `autocast`.
     #[inline]
     pub fn new(policy: Policy, autocast: FloatDType) -> Self {
-        Self { policy, autocast, any: false, has_f32: false, has_f16: false, has_bf16: false }
+        Self {
+            policy,
+            autocast,
+            any: false,
+            has_f32: false,
+            has_f16: false,
+            has_bf16: false,
+        }
     }
 
     /// Notes one float input's dtype.
@@ -153,21 +164,33 @@ mod tests {
 
     #[test]
     fn lower_casts_every_castable_input_to_the_autocast_dtype() {
-        assert_eq!(target(Policy::Lower, &[DType::F32, DType::F32]), Some(FloatDType::BF16));
+        assert_eq!(
+            target(Policy::Lower, &[DType::F32, DType::F32]),
+            Some(FloatDType::BF16)
+        );
         assert_eq!(target(Policy::Lower, &[DType::F16]), Some(FloatDType::BF16));
         assert_eq!(target(Policy::Lower, &[DType::F64]), None);
     }
 
     #[test]
     fn float32_lifts_halves_only() {
-        assert_eq!(target(Policy::Float32, &[DType::BF16]), Some(FloatDType::F32));
+        assert_eq!(
+            target(Policy::Float32, &[DType::BF16]),
+            Some(FloatDType::F32)
+        );
         assert_eq!(target(Policy::Float32, &[DType::F32]), None);
     }
 
     #[test]
     fn promote_picks_the_widest() {
-        assert_eq!(target(Policy::Promote, &[DType::BF16, DType::F32]), Some(FloatDType::F32));
-        assert_eq!(target(Policy::Promote, &[DType::BF16, DType::F16]), Some(FloatDType::F32));
+        assert_eq!(
+            target(Policy::Promote, &[DType::BF16, DType::F32]),
+            Some(FloatDType::F32)
+        );
+        assert_eq!(
+            target(Policy::Promote, &[DType::BF16, DType::F16]),
+            Some(FloatDType::F32)
+        );
         assert_eq!(target(Policy::Promote, &[DType::BF16, DType::BF16]), None);
         assert_eq!(target(Policy::Promote, &[DType::F64, DType::F32]), None);
     }

@@ -25,7 +25,10 @@ pub fn bump(index: usize) {
 /// bf16 are counted per op (see [`OpCounts::op_in_half`]).
 #[inline]
 pub fn bump_in_dtype(index: usize, dtype: burn::tensor::FloatDType) {
-    if matches!(dtype, burn::tensor::FloatDType::F16 | burn::tensor::FloatDType::BF16) {
+    if matches!(
+        dtype,
+        burn::tensor::FloatDType::F16 | burn::tensor::FloatDType::BF16
+    ) {
         IN_HALF.with(|ops| ops[index].set(ops[index].get() + 1));
     }
 }
@@ -115,7 +118,12 @@ impl OpCounts {
                 .zip(&earlier.ops)
                 .map(|(a, b)| a - b)
                 .collect(),
-            in_half: self.in_half.iter().zip(&earlier.in_half).map(|(a, b)| a - b).collect(),
+            in_half: self
+                .in_half
+                .iter()
+                .zip(&earlier.in_half)
+                .map(|(a, b)| a - b)
+                .collect(),
             kernels: self
                 .kernels
                 .iter()

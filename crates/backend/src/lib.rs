@@ -17,11 +17,13 @@ pub mod counters;
 pub mod forward;
 pub mod fused;
 mod macros;
+mod overrides;
 pub mod routes;
 pub mod trace;
-mod overrides;
 
-use burn::tensor::backend::{AutodiffBackend, Backend, BackendTypes, DTypeUsageSet, ExecutionError};
+use burn::tensor::backend::{
+    AutodiffBackend, Backend, BackendTypes, DTypeUsageSet, ExecutionError,
+};
 use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor, QuantizedTensor};
 use burn::tensor::{DType, TensorData};
 use core::marker::PhantomData;
@@ -110,7 +112,10 @@ impl<A: AutodiffBackend> AutodiffBackend for Acc<A> {
         A::backward(tensor)
     }
 
-    fn grad(tensor: &FloatTensor<Self>, grads: &Self::Gradients) -> Option<FloatTensor<Self::InnerBackend>> {
+    fn grad(
+        tensor: &FloatTensor<Self>,
+        grads: &Self::Gradients,
+    ) -> Option<FloatTensor<Self::InnerBackend>> {
         A::grad(tensor, grads)
     }
 
@@ -121,7 +126,11 @@ impl<A: AutodiffBackend> AutodiffBackend for Acc<A> {
         A::grad_remove(tensor, grads)
     }
 
-    fn grad_replace(tensor: &FloatTensor<Self>, grads: &mut Self::Gradients, grad: FloatTensor<Self::InnerBackend>) {
+    fn grad_replace(
+        tensor: &FloatTensor<Self>,
+        grads: &mut Self::Gradients,
+        grad: FloatTensor<Self::InnerBackend>,
+    ) {
         A::grad_replace(tensor, grads, grad)
     }
 

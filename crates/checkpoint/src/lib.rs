@@ -10,6 +10,7 @@
 //! strategy).
 
 mod backend;
+pub mod heap;
 pub mod planner;
 mod restore;
 mod tape;

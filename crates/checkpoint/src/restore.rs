@@ -73,7 +73,11 @@ pub(crate) fn accumulate<B: AutodiffBackend, M: AutodiffModule<B>>(
             self.total.register(param.id, sum);
         }
     }
-    module.visit(&mut Add::<B> { total, grads, seen: HashSet::new() });
+    module.visit(&mut Add::<B> {
+        total,
+        grads,
+        seen: HashSet::new(),
+    });
 }
 
 /// Initializes every lazily initialized parameter of `module` in place. A clone of an

@@ -10,7 +10,7 @@
 //! memory is the host heap peak on the CPU and the pool reservation on CubeCL devices.
 //! Results: docs/amp.md.
 
-use burnacc_train::memory::reset_host_peak;
+use burnacc_checkpoint::heap::reset_host_peak;
 use burnacc_train::precision::supported_float_dtypes;
 use burnacc_train::recipe::{Mode, load_recipe};
 use burnacc_train::stack::resolve_stack;
@@ -18,10 +18,18 @@ use burnacc_train::trainer::{RunOptions, run_checked};
 use std::path::Path;
 use std::process::Command;
 
+/// Counts host heap bytes so CPU runs can report their peak memory.
+#[global_allocator]
+static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
+    burnacc_checkpoint::heap::CountingAllocator;
+
 const AMP: [&str; 3] = ["off", "bf16", "f16"];
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if args.first().map(String::as_str) == Some("--one") {
         return one(&args[1], &args[2], &args[3], &args[4]);
     }
@@ -29,7 +37,10 @@ fn main() {
     let batch = args.get(1).cloned().unwrap_or_else(|| "8".into());
     let steps = args.get(2).cloned().unwrap_or_else(|| "6".into());
     println!("ResNet-50, 224 px, batch {batch}, {steps} steps, mode acc, SGD momentum");
-    println!("{:<6} {:<5} {:>10} {:>10} {:>12} {:>8}", "device", "amp", "samples/s", "speed-up", "peak MB", "memory");
+    println!(
+        "{:<6} {:<5} {:>10} {:>10} {:>12} {:>8}",
+        "device", "amp", "samples/s", "speed-up", "peak MB", "memory"
+    );
     let exe = std::env::current_exe().expect("the bench binary's path");
     for device in devices.split(',') {
         let mut base: Option<(f64, f64)> = None;
@@ -41,11 +52,17 @@ fn main() {
             let text = String::from_utf8_lossy(&out.stdout);
             let Some(line) = text.lines().find_map(|l| l.strip_prefix("RESULT ")) else {
                 let why = String::from_utf8_lossy(&out.stderr);
-                let why = why.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let why = why
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
                 println!("{device:<6} {amp:<5} not run: {why}");
                 continue;
             };
-            let mut fields = line.split_whitespace().map(|f| f.parse::<f64>().unwrap_or(f64::NAN));
+            let mut fields = line
+                .split_whitespace()
+                .map(|f| f.parse::<f64>().unwrap_or(f64::NAN));
             let (speed, peak) = (fields.next().unwrap(), fields.next().unwrap());
             let (base_speed, base_peak) = *base.get_or_insert((speed, peak));
             println!(
@@ -84,8 +101,12 @@ fn one(device: &str, amp: &str, batch: &str, steps: &str) {
         panic!("{amp} is not supported on {device}");
     }
     reset_host_peak();
-    let options = RunOptions { quiet: true, ..Default::default() };
-    let summary = run_checked(&recipe, &recipe_file, stack, &options).unwrap_or_else(|e| panic!("{e:#}"));
+    let options = RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let summary =
+        run_checked(&recipe, &recipe_file, stack, &options).unwrap_or_else(|e| panic!("{e:#}"));
     let stats = summary.outcome.stats;
     println!(
         "RESULT {} {}",

@@ -13,9 +13,14 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, FloatDType, Int, Tensor, TensorData};
 use burnacc_backend::Acc;
 use burnacc_backend::autocast::autocast;
+use burnacc_checkpoint::heap::{host_heap, reset_host_peak};
 use burnacc_models::{ResNet, ResNetConfig};
-use burnacc_train::memory::{host_heap, reset_host_peak};
 use std::time::Instant;
+
+/// Counts host heap bytes so CPU runs can report their peak memory.
+#[global_allocator]
+static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
+    burnacc_checkpoint::heap::CountingAllocator;
 
 type Balanced = BalancedCheckpointing;
 
@@ -33,7 +38,11 @@ fn measure<B: AutodiffBackend>(name: &str, guard: Guard, batch: usize, steps: us
     let device = Default::default();
     let model: ResNet<B> = ResNetConfig::resnet50(1000).init(&device);
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
-    let x = Tensor::<B, 4>::random([batch, 3, 224, 224], Distribution::Normal(0.0, 1.0), &device);
+    let x = Tensor::<B, 4>::random(
+        [batch, 3, 224, 224],
+        Distribution::Normal(0.0, 1.0),
+        &device,
+    );
     let labels: Vec<i64> = (0..batch as i64).collect();
     let y = Tensor::<B, 1, Int>::from_data(TensorData::new(labels, [batch]), &device);
     let mut peaks = Vec::new();
@@ -56,7 +65,11 @@ fn measure<B: AutodiffBackend>(name: &str, guard: Guard, batch: usize, steps: us
         };
         let grads = loss.backward();
         drop(scope);
-        let grad = model.conv1.weight.grad(&grads).expect("conv1 has a gradient");
+        let grad = model
+            .conv1
+            .weight
+            .grad(&grads)
+            .expect("conv1 has a gradient");
         let _ = grad.into_data();
         times.push(t.elapsed().as_secs_f64());
         peaks.push((host_heap().1 - start) as f64 / 1e6);
@@ -67,7 +80,10 @@ fn measure<B: AutodiffBackend>(name: &str, guard: Guard, batch: usize, steps: us
         median(&peaks),
         median(&times),
         peaks.iter().map(|p| p.round()).collect::<Vec<_>>(),
-        times.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>()
+        times
+            .iter()
+            .map(|t| (t * 100.0).round() / 100.0)
+            .collect::<Vec<_>>()
     );
 }
 
@@ -78,12 +94,25 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let batch = args.first().copied().unwrap_or(8);
     let steps = args.get(1).copied().unwrap_or(3);
     println!("ResNet-50, 224 px, batch {batch}, forward + backward, Flex, {steps} steps (median)");
-    measure::<Acc<Autodiff<Flex, Balanced>>>("f32, Acc<Autodiff<Flex>> (no autocast)", Guard::None, batch, steps);
-    measure::<Acc<Autodiff<Flex, Balanced>>>("bf16, Acc above autodiff: Acc<Autodiff<Flex>>", Guard::Forward, batch, steps);
+    measure::<Acc<Autodiff<Flex, Balanced>>>(
+        "f32, Acc<Autodiff<Flex>> (no autocast)",
+        Guard::None,
+        batch,
+        steps,
+    );
+    measure::<Acc<Autodiff<Flex, Balanced>>>(
+        "bf16, Acc above autodiff: Acc<Autodiff<Flex>>",
+        Guard::Forward,
+        batch,
+        steps,
+    );
     measure::<Autodiff<Acc<Flex>, Balanced>>(
         "bf16, Acc below autodiff: Autodiff<Acc<Flex>>",
         Guard::ForwardAndBackward,

@@ -13,10 +13,5 @@ pub mod profile;
 pub mod progress;
 pub mod recipe;
 pub mod run_dir;
-pub mod schedule;
 pub mod stack;
 pub mod trainer;
-
-/// Counts host heap bytes so CPU runs can report their peak memory (see [`memory`]).
-#[global_allocator]
-static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;

@@ -1,11 +1,31 @@
 //! Which float dtypes a stack's device can compute in, checked before any work starts so that
 //! `[amp] dtype` never falls back to f32 silently.
 
-use crate::recipe::{AmpDtype, Recipe, RecipeError};
+use crate::recipe::{AmpDtype, AmpSection, Recipe, RecipeError};
 use crate::stack::{Stack, StackTask, with_stack};
-use burn::tensor::DType;
+use burn::tensor::{DType, FloatDType};
+use burnacc_amp::scaler::GradScalerConfig;
 use burnacc_checkpoint::CheckpointBackend;
 use std::path::Path;
+
+/// `amp.dtype` as Burn's float dtype.
+pub fn autocast_float_dtype(dtype: AmpDtype) -> FloatDType {
+    match dtype {
+        AmpDtype::Bf16 => FloatDType::BF16,
+        AmpDtype::F16 => FloatDType::F16,
+    }
+}
+
+/// The loss scaler `[amp]` describes (disabled unless [`AmpSection::loss_scaling`]).
+pub fn scaler_config(amp: &AmpSection) -> GradScalerConfig {
+    GradScalerConfig {
+        enabled: amp.loss_scaling(),
+        init_scale: amp.init_scale,
+        growth_factor: amp.growth_factor,
+        backoff_factor: amp.backoff_factor,
+        growth_interval: amp.growth_interval,
+    }
+}
 
 /// The float dtypes of interest, widest first.
 const FLOAT_DTYPES: [(DType, &str); 4] = [

@@ -64,9 +64,6 @@ pub mod movement;
 pub mod nn;
 pub mod reduction;
 
-#[cfg(test)]
-mod suite;
-
 pub use harness::{Case, Inputs, KnownIssue, Outputs, Reference};
 
 /// A check, instantiated for one backend.

@@ -56,11 +56,7 @@ impl GradScalerConfig {
             })
         };
         if !(self.init_scale.is_finite() && self.init_scale > 0.0) {
-            return invalid(
-                "init_scale",
-                self.init_scale.to_string(),
-                "finite and > 0",
-            );
+            return invalid("init_scale", self.init_scale.to_string(), "finite and > 0");
         }
         // `!(x > 1)` also rejects NaN.
         if !(self.growth_factor.is_finite() && self.growth_factor > 1.0) {

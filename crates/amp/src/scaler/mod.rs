@@ -70,7 +70,11 @@ impl<B: AutodiffBackend> GradScaler<B> {
     /// A scaler on `device` with `scale = config.init_scale` and a zero growth tracker.
     pub fn new(config: GradScalerConfig, device: &B::Device) -> Result<Self, ScalerError> {
         config.validate()?;
-        let init = if config.enabled { config.init_scale } else { 1.0 };
+        let init = if config.enabled {
+            config.init_scale
+        } else {
+            1.0
+        };
         Ok(Self {
             config,
             device: device.clone(),
@@ -103,7 +107,10 @@ impl<B: AutodiffBackend> GradScaler<B> {
     /// overflows, and the first step backs off, as PyTorch does for f16 outputs that are not
     /// 0-dim). The scale is a constant of the graph: the result is differentiable w.r.t. the
     /// loss only. May be called several times per step. Disabled: returns `loss` unchanged.
-    pub fn scale<const D: usize>(&mut self, loss: Tensor<B, D>) -> Result<Tensor<B, D>, ScalerError> {
+    pub fn scale<const D: usize>(
+        &mut self,
+        loss: Tensor<B, D>,
+    ) -> Result<Tensor<B, D>, ScalerError> {
         if !self.config.enabled {
             return Ok(loss);
         }
@@ -210,8 +217,7 @@ impl<B: AutodiffBackend> GradScaler<B> {
         }
         if self.config.enabled {
             self.scale = scale_tensor::<B::InnerBackend>(state.scale, &self.device);
-            self.growth_tracker =
-                Tensor::full([1], i64::from(state.growth_tracker), &self.device);
+            self.growth_tracker = Tensor::full([1], i64::from(state.growth_tracker), &self.device);
         }
         self.found_inf = None;
         self.stage = StepStage::Ready;

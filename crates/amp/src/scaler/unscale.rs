@@ -23,7 +23,10 @@ pub(super) struct Unscaler<'a, B: AutodiffBackend> {
 }
 
 impl<'a, B: AutodiffBackend> Unscaler<'a, B> {
-    pub(super) fn new(grads: &'a mut GradientsParams, inv_scale: Tensor<B::InnerBackend, 1>) -> Self {
+    pub(super) fn new(
+        grads: &'a mut GradientsParams,
+        inv_scale: Tensor<B::InnerBackend, 1>,
+    ) -> Self {
         Self {
             grads,
             inv_scale,

@@ -33,10 +33,14 @@ pub(super) fn update_scale<B: Backend>(
 ) -> (Tensor<B, 1>, Tensor<B, 1, Int>) {
     let found = found_inf.greater_elem(0.0);
     let successful = growth_tracker.add_scalar(1);
-    let grow = successful.clone().equal_elem(i64::from(config.growth_interval));
+    let grow = successful
+        .clone()
+        .equal_elem(i64::from(config.growth_interval));
 
     let grown = scale.clone().mul_scalar(config.growth_factor);
-    let grown = grown.clone().mask_where(grown.is_finite().bool_not(), scale.clone());
+    let grown = grown
+        .clone()
+        .mask_where(grown.is_finite().bool_not(), scale.clone());
     let backed_off = scale.clone().mul_scalar(config.backoff_factor);
     let scale = scale
         .mask_where(grow.clone(), grown)

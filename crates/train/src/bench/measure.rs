@@ -138,7 +138,11 @@ impl Measure<'_> {
                     .checkpoint
                     .budget_bytes()
                     .expect("auto has a budget");
-                let autocast = self.recipe.amp.autocast_dtype().map(|d| d.float_dtype());
+                let autocast = self
+                    .recipe
+                    .amp
+                    .autocast_dtype()
+                    .map(crate::precision::autocast_float_dtype);
                 let costs = measure_blocks::<B, M>(model, stack, device, autocast, probed);
                 let (plan, summary) = plan_auto(&costs, budget)?;
                 eprintln!("checkpoint: auto: {summary}");

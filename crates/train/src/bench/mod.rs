@@ -162,28 +162,3 @@ pub fn write_report(records: &[BenchRecord], out: &Path) -> Result<()> {
     write_atomic(&out.join("table.md"), markdown_table(records).as_bytes())?;
     write_chart(records, &out.join("chart.png"))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::sets_for;
-    use std::path::Path;
-
-    #[test]
-    fn scoped_overrides_reach_their_recipe_only() {
-        let sets: Vec<String> = [
-            "backend.device=cuda:0",
-            "bert_base:train.batch_size=64",
-            "resnet50:data.image_size=160",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            sets_for(&sets, Path::new("configs/bench/bert_base.toml")),
-            ["backend.device=cuda:0", "train.batch_size=64"]
-        );
-        assert_eq!(
-            sets_for(&sets, Path::new("resnet50.toml")),
-            ["backend.device=cuda:0", "data.image_size=160"]
-        );
-    }
-}

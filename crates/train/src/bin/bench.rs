@@ -76,6 +76,11 @@ fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
 
 use serde::Deserialize;
 
+/// Counts host heap bytes so CPU runs can report their peak memory.
+#[global_allocator]
+static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
+    burnacc_checkpoint::heap::CountingAllocator;
+
 fn main() -> ExitCode {
     let started = Instant::now();
     let args = Args::parse();

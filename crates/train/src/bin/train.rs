@@ -8,6 +8,11 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Counts host heap bytes so CPU runs can report their peak memory.
+#[global_allocator]
+static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
+    burnacc_checkpoint::heap::CountingAllocator;
+
 /// Train a model as a TOML recipe says (see configs/).
 #[derive(Parser, Debug)]
 #[command(version, about)]

@@ -245,7 +245,7 @@ pub fn run_recipe(file: &Path, options: &RunOptions) -> Result<RunSummary> {
         eprintln!("kernels: {caches}");
     }
     if let Some(dtype) = recipe.amp.autocast_dtype() {
-        let scaler = if recipe.amp.scaler_config().enabled {
+        let scaler = if recipe.amp.loss_scaling() {
             "on"
         } else {
             "off"

@@ -79,10 +79,13 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
     pub fn new(recipe: &Recipe, device: &B::Device) -> Result<Self> {
         Ok(Self {
             optim: build_optimizer::<B, M>(&recipe.optim)?,
-            scaler: GradScaler::<B>::new(recipe.amp.scaler_config(), device)
+            scaler: GradScaler::<B>::new(crate::precision::scaler_config(&recipe.amp), device)
                 .context("amp: invalid loss-scaler settings")?,
             loss_fn: CrossEntropyLossConfig::new().init(device),
-            autocast: recipe.amp.autocast_dtype().map(|d| d.float_dtype()),
+            autocast: recipe
+                .amp
+                .autocast_dtype()
+                .map(crate::precision::autocast_float_dtype),
             seed: recipe.train.seed,
             device: device.clone(),
             steps: 0,

@@ -1,0 +1,34 @@
+//! burnacc-train's tests, one binary. Each test runs in a process of its own under
+//! `cargo nextest` (scripts/test.sh), so tests that read the heap counters or seed a device's
+//! generator see only their own work.
+
+/// Counts host heap bytes (peak memory of CPU runs, retained activations).
+#[global_allocator]
+static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
+    burnacc_checkpoint::heap::CountingAllocator;
+
+mod common;
+mod tier2 {
+    mod autocast_ops;
+    mod bench_sets;
+    mod bert_packing;
+    mod forward_memory;
+    mod launch_plan;
+    mod recipes;
+    mod resnet_blocks;
+    mod run_dir;
+}
+mod tier3 {
+    mod amp_training;
+    mod bench_harness;
+    mod checkpoint_training;
+    mod ddp_step;
+    mod kernel_routes;
+    mod launch;
+    mod optimizer_kernels;
+    mod profile_trace;
+    mod swin_kernel_routes;
+    mod swin_training;
+    mod text_training;
+    mod train_modes;
+}

@@ -1,0 +1,147 @@
+//! Tier 3: a few ResNet-18 training steps on every stack this build has; the loss goes down,
+//! `acc` on the CPU is bit-identical to `eager` (nothing enabled), and the modes agree.
+
+use burn::backend::Flex;
+use burn::backend::flex::FlexDevice;
+use burn::module::Module;
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
+use burnacc_datasets::{
+    ImageFolder, ImageFolderConfig, ImageTransform, Loader, LoaderConfig, Normalize, TransformMode,
+};
+use burnacc_train::stack::{Stack, resolve_stack};
+use burnacc_train::trainer::{RunOptions, evaluate, model_config, run_checked};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::common::{losses, rel, tiny_recipe};
+
+const STEPS: usize = 8;
+
+#[test]
+fn every_mode_trains_and_the_modes_agree() {
+    let root = tempfile::tempdir().unwrap();
+    let recipe = tiny_recipe(root.path(), STEPS, &[]);
+    let options = RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let stacks = [
+        Stack::CpuEager,
+        Stack::CpuAcc,
+        Stack::WgpuEager,
+        Stack::WgpuFused,
+        Stack::WgpuAcc,
+    ];
+    let mut runs = Vec::new();
+    for stack in stacks {
+        let summary = run_checked(&recipe, Path::new("tiny.toml"), stack, &options).unwrap();
+        let l = losses(&summary);
+        assert_eq!(l.len(), STEPS, "{stack}: one log line per step");
+        assert!(l.iter().all(|x| x.is_finite()), "{stack}: {l:?}");
+        // 24 training images of 4 learnable classes: a few steps must fit them visibly.
+        assert!(
+            l[STEPS - 1] < 0.7 * l[0],
+            "{stack}: loss did not go down: {l:?}"
+        );
+        assert!(summary.outcome.eval.is_some(), "{stack}: no evaluation");
+        runs.push((stack, summary, l));
+    }
+
+    // Same seed → same weights on every stack (drawn on the host), same first batch.
+    let first = runs[0].2[0];
+    for (stack, _, l) in &runs {
+        assert!(
+            rel(l[0], first) < 1e-5,
+            "{stack}: first loss {} vs {first}",
+            l[0]
+        );
+    }
+    // Nothing enabled: Acc<Flex> computes exactly what Flex computes.
+    assert_eq!(
+        runs[0].2, runs[1].2,
+        "Acc<Flex> must be bit-identical to Flex"
+    );
+    // Fusion regroups float ops, and Flex and wgpu use different conv/matmul algorithms:
+    // rounding differences grow over the steps, but the trajectories stay together.
+    for (stack, _, l) in &runs[2..] {
+        for (step, (a, b)) in l.iter().zip(&runs[0].2).enumerate() {
+            assert!(
+                rel(*a, *b) < 0.05,
+                "{stack} step {}: loss {a} vs eager cpu {b}",
+                step + 1
+            );
+        }
+    }
+    for (stack, _, l) in &runs[3..] {
+        for (step, (a, b)) in l.iter().zip(&runs[2].2).enumerate() {
+            assert!(
+                rel(*a, *b) < 0.01,
+                "{stack} step {}: loss {a} vs eager wgpu {b}",
+                step + 1
+            );
+        }
+    }
+
+    // The saved model reloads and reproduces the reported held-out accuracy.
+    let (_, summary, _) = &runs[1];
+    let eval = summary.outcome.eval.unwrap();
+    let file = summary.outcome.model_file.clone().unwrap();
+    let config = model_config(&recipe, 4, 3);
+    let model = config
+        .init::<Flex>(&FlexDevice)
+        .load_file(
+            &file,
+            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            &FlexDevice,
+        )
+        .unwrap();
+    let folder = ImageFolder::open(
+        root.path().join("mock"),
+        ImageFolderConfig::rgb(ImageTransform::new(
+            18,
+            16,
+            TransformMode::Eval,
+            Normalize::imagenet(),
+        )),
+    )
+    .unwrap();
+    let split =
+        burnacc_datasets::stratified_split(&folder.labels(), 0.25, recipe.train.seed).unwrap();
+    let val = burnacc_datasets::Subset::new(Arc::new(folder), split.val).unwrap();
+    let loader = Loader::new(
+        Arc::new(val),
+        LoaderConfig {
+            batch_size: 8,
+            shuffle: false,
+            workers: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let again = evaluate(&model, &loader, None, &FlexDevice).unwrap();
+    assert_eq!((again.samples, again.correct), (eval.samples, eval.correct));
+}
+
+#[test]
+fn auto_picks_a_device_that_can_run_the_mode() {
+    use burnacc_train::recipe::{DeviceSpec, Mode};
+    #[cfg(not(feature = "cuda"))]
+    {
+        assert_eq!(
+            resolve_stack(Mode::Acc, DeviceSpec::Auto).unwrap(),
+            Stack::CpuAcc
+        );
+        assert_eq!(
+            resolve_stack(Mode::Eager, DeviceSpec::Auto).unwrap(),
+            Stack::CpuEager
+        );
+        assert_eq!(
+            resolve_stack(Mode::Fused, DeviceSpec::Auto).unwrap(),
+            Stack::WgpuFused
+        );
+    }
+    assert_eq!(
+        resolve_stack(Mode::Acc, DeviceSpec::Wgpu).unwrap(),
+        Stack::WgpuAcc
+    );
+}
