@@ -12,8 +12,8 @@
 
 use crate::counters;
 use crate::routes::{
-    bias_dropout_add_route, bias_gelu_route, quick_gelu_route, window_process_reverse_route,
-    window_process_route, window_softmax_route,
+    BiasDropoutAdd, BiasGelu, QuickGelu, WindowProcess, WindowProcessReverse, WindowSoftmax,
+    is_routed, lookup,
 };
 use burn::tensor::activation::{gelu, sigmoid};
 use burn::tensor::backend::Backend;
@@ -46,13 +46,13 @@ fn bias_like<B: Backend, const D: usize>(bias: Tensor<B, 1>, like: &Tensor<B, D>
 /// Whether [`bias_gelu`] runs a fused kernel for `B` on this thread. A model can keep its
 /// usual path (e.g. `nn::Linear` then `gelu`) when it does not.
 pub fn bias_gelu_routed<B: Backend>() -> bool {
-    bias_gelu_route::<B>().is_some()
+    is_routed::<BiasGelu, B>()
 }
 
 /// `gelu(x + bias)`, exact (erf) GELU: `x: [..., width]`, `bias: [width]` → like `x`.
 pub fn bias_gelu<B: Backend, const D: usize>(x: Tensor<B, D>, bias: Tensor<B, 1>) -> Tensor<B, D> {
     let bias = bias_like(bias, &x);
-    match bias_gelu_route::<B>() {
+    match lookup::<BiasGelu, B>() {
         Some(fused) => {
             counters::bump_kernel("fused_bias_gelu");
             tensor(fused(float(x), float(bias)))
@@ -63,7 +63,7 @@ pub fn bias_gelu<B: Backend, const D: usize>(x: Tensor<B, D>, bias: Tensor<B, 1>
 
 /// `x·sigmoid(1.702·x)` (QuickGELU), any shape → like `x`.
 pub fn quick_gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    match quick_gelu_route::<B>() {
+    match lookup::<QuickGelu, B>() {
         Some(fused) => {
             counters::bump_kernel("fused_quick_gelu");
             tensor(fused(float(x)))
@@ -74,7 +74,7 @@ pub fn quick_gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
 
 /// Whether [`bias_dropout_add`] runs a fused kernel for `B` on this thread.
 pub fn bias_dropout_add_routed<B: Backend>() -> bool {
-    bias_dropout_add_route::<B>().is_some()
+    is_routed::<BiasDropoutAdd, B>()
 }
 
 /// `residual + dropout(x + bias, p)`: `x`, `residual: [..., width]`, `bias: [width]` → like
@@ -90,7 +90,7 @@ pub fn bias_dropout_add<B: Backend, const D: usize>(
 ) -> Tensor<B, D> {
     let p = if B::ad_enabled(&x.device()) { p } else { 0.0 };
     let bias = bias_like(bias, &x);
-    match bias_dropout_add_route::<B>() {
+    match lookup::<BiasDropoutAdd, B>() {
         Some(fused) => {
             counters::bump_kernel("fused_bias_dropout_add");
             let residual = residual.cast(x.dtype());
@@ -120,7 +120,7 @@ pub fn window_process<B: Backend>(
     window: [usize; 2],
     shift: [usize; 2],
 ) -> Option<Tensor<B, 3>> {
-    let fused = window_process_route::<B>()?;
+    let fused = lookup::<WindowProcess, B>()?;
     counters::bump_kernel("fused_window_process");
     let [_, h, w, _] = x.dims();
     Some(tensor(fused(float(x), [h, w], window, shift)))
@@ -136,7 +136,7 @@ pub fn window_process_reverse<B: Backend>(
     window: [usize; 2],
     shift: [usize; 2],
 ) -> Option<Tensor<B, 4>> {
-    let fused = window_process_reverse_route::<B>()?;
+    let fused = lookup::<WindowProcessReverse, B>()?;
     counters::bump_kernel("fused_window_process_reverse");
     Some(tensor(fused(float(windows), resolution, window, shift)))
 }
@@ -154,7 +154,7 @@ pub fn window_softmax<B: Backend>(
     index: Tensor<B, 1, Int>,
     mask: Option<Tensor<B, 3>>,
 ) -> Option<Tensor<B, 4>> {
-    let fused = window_softmax_route::<B>()?;
+    let fused = lookup::<WindowSoftmax, B>()?;
     counters::bump_kernel("fused_swin_fmha");
     let dtype = scores.dtype();
     let mask = mask.map(|m| float(in_dtype(m, dtype)));

@@ -1,18 +1,21 @@
 //! Kernel routes: which ops run a fused implementation instead of the plain one, on this
-//! thread.
+//! thread. One registry for every routed op, with one keying rule.
 //!
-//! `Acc<B>` is generic over any backend, but a fused kernel exists only for some (CubeCL
-//! backends, and `Autodiff` over them with a hand-written backward). The code that knows the
-//! concrete stack (the trainer) registers the implementation for that backend; the op looks
-//! it up by type when it is called, and falls back to the plain op when nothing is routed.
-//! Routes are per thread, like the op counters: a training run's ops are issued from its
-//! thread.
+//! `Acc<B>` and the optimizers are generic over any backend, but a fused kernel exists only for
+//! some (CubeCL backends, Fusion over them, `Autodiff` over those with a hand-written backward,
+//! Flex's fused loops). The code that knows the concrete stack (the trainer, from a recipe's
+//! `[kernels]`) installs the implementation for that stack; the op looks it up when it is
+//! called, and runs its plain form when nothing is installed.
 //!
-//! Two kinds of op are routed:
-//! - Burn ops `Acc` sees (`layer_norm`): keyed by `Acc`'s inner backend `B`;
-//! - burnacc's model-level fused ops ([`crate::fused`]: bias + GELU, QuickGELU, bias +
-//!   dropout + residual add, Swin's window processing and window-attention softmax), which a
-//!   model calls on its own backend: keyed by that backend (on an acc stack, `Acc<B>` itself).
+//! **Keying rule**: a route is keyed by the op ([`Route`]) and by the backend type *on which
+//! the op is called*: `layer_norm` of a model on `Acc<A>` is keyed by `Acc<A>`, a fused op a
+//! model calls through [`crate::fused`] by the model's backend, an optimizer step by the
+//! backend the optimizer updates parameters on.
+//!
+//! Routes are per thread, like the op counters: a training run issues its ops from its thread.
+//! Every lookup that finds a route counts as a call, so a run can report, at its end, each
+//! route it installed that was never taken ([`installed`]): an acceleration switched on that
+//! never ran is reported, not silently ignored.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
@@ -20,46 +23,26 @@ use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// A LayerNorm over the last dimension on backend `B`: `(x, gamma, beta, epsilon) → y`, with
-/// `x: [..., width]`, `gamma`, `beta: [width]`; `y` like `x`.
-pub type LayerNormFn<B> =
-    fn(FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, f64) -> FloatTensor<B>;
+/// An op that can be routed to a fused implementation.
+pub trait Route: 'static {
+    /// The recipe key that switches the route on (`"kernels.layer_norm"`); several routes may
+    /// share one key (a kernel and its reverse).
+    const KEY: &'static str;
+    /// The implementation's signature on backend `B`.
+    type Fn<B: Backend>: Copy + 'static;
+}
 
-/// `gelu(x + bias)` (exact, erf) on backend `B`: `x: [..., width]`, `bias: [width]` in the
-/// dtype of `x`; the result like `x`.
-pub type BiasGeluFn<B> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
+/// Route keys: the op and the backend type it is called on.
+type Key = (TypeId, TypeId);
 
-/// `x·sigmoid(1.702·x)` on backend `B`, any shape; the result like `x`.
-pub type QuickGeluFn<B> = fn(FloatTensor<B>) -> FloatTensor<B>;
-
-/// `residual + dropout(x + bias, p)` on backend `B`: `x`, `residual: [..., width]`, `bias:
-/// [width]` in the dtype of `x`, `p` in `[0, 1)` (0: no dropout); the implementation draws
-/// its mask's seed from the device's generator; the result like `x`.
-pub type BiasDropoutAddFn<B> =
-    fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, f64) -> FloatTensor<B>;
-
-/// Swin's cyclic shift by `−shift` + zero pad + window partition on backend `B`:
-/// `(x, resolution, window, shift)` with `x: [batch, h, w, c]`, `resolution = [h, w]` →
-/// `[batch · ⌈h/wh⌉ · ⌈w/ww⌉, wh · ww, c]` like `x`'s dtype.
-pub type WindowProcessFn<B> =
-    fn(FloatTensor<B>, [usize; 2], [usize; 2], [usize; 2]) -> FloatTensor<B>;
-
-/// The inverse of a [`WindowProcessFn`] (merge, crop, shift by `+shift`): `(windows,
-/// resolution, window, shift)` → `[batch, h, w, c]`.
-pub type WindowProcessReverseFn<B> = WindowProcessFn<B>;
-
-/// Swin's window-attention softmax on backend `B`: `(scores, table, index, mask)` →
-/// `softmax(scores + table[index] + mask)` over the last dimension, with `scores: [windows,
-/// heads, n, n]`, `table: [offsets, heads]` and `mask: [num_windows, n, n]` in the dtype of
-/// `scores`, `index: [n · n]`; the result like `scores`.
-pub type WindowSoftmaxFn<B> =
-    fn(FloatTensor<B>, FloatTensor<B>, IntTensor<B>, Option<FloatTensor<B>>) -> FloatTensor<B>;
-
-/// Route keys: the op's name and the backend's type.
-type Key = (&'static str, TypeId);
+struct Entry {
+    key: &'static str,
+    implementation: Box<dyn Any>,
+    calls: u64,
+}
 
 thread_local! {
-    static ROUTES: RefCell<HashMap<Key, Box<dyn Any>>> = RefCell::new(HashMap::new());
+    static ROUTES: RefCell<HashMap<Key, Entry>> = RefCell::new(HashMap::new());
 }
 
 /// Removes its route when dropped.
@@ -74,88 +57,122 @@ impl Drop for RouteGuard {
     }
 }
 
-fn insert<B: Backend, F: 'static>(op: &'static str, f: F) -> RouteGuard {
-    let key = (op, TypeId::of::<B>());
-    ROUTES.with(|routes| routes.borrow_mut().insert(key, Box::new(f)));
+/// Routes op `R` called on backend `B` to `f`, on this thread, until the guard is dropped.
+pub fn install<R: Route, B: Backend>(f: R::Fn<B>) -> RouteGuard {
+    let key = (TypeId::of::<R>(), TypeId::of::<B>());
+    let entry = Entry {
+        key: R::KEY,
+        implementation: Box::new(f),
+        calls: 0,
+    };
+    ROUTES.with(|routes| routes.borrow_mut().insert(key, entry));
     RouteGuard { key }
 }
 
-fn lookup<B: Backend, F: Copy + 'static>(op: &'static str) -> Option<F> {
+/// The implementation of op `R` on backend `B` on this thread, if one is installed; a found
+/// route counts as one call.
+pub fn lookup<R: Route, B: Backend>() -> Option<R::Fn<B>> {
     ROUTES.with(|routes| {
-        routes
-            .borrow()
-            .get(&(op, TypeId::of::<B>()))
-            .and_then(|f| f.downcast_ref::<F>().copied())
+        let mut routes = routes.borrow_mut();
+        let entry = routes.get_mut(&(TypeId::of::<R>(), TypeId::of::<B>()))?;
+        let f = *entry.implementation.downcast_ref::<R::Fn<B>>()?;
+        entry.calls += 1;
+        Some(f)
     })
 }
 
-/// Routes `layer_norm` of `Acc<B>` on this thread to `f` until the guard is dropped. Each call
-/// that takes the route bumps the kernel counter `fused_layer_norm`.
-pub fn route_layer_norm<B: Backend>(f: LayerNormFn<B>) -> RouteGuard {
-    insert::<B, _>("layer_norm", f)
+/// Whether op `R` on backend `B` is routed on this thread (not counted as a call).
+pub fn is_routed<R: Route, B: Backend>() -> bool {
+    ROUTES.with(|routes| {
+        routes
+            .borrow()
+            .contains_key(&(TypeId::of::<R>(), TypeId::of::<B>()))
+    })
 }
 
-/// The route of `layer_norm` for `B` on this thread, if any.
-pub(crate) fn layer_norm_route<B: Backend>() -> Option<LayerNormFn<B>> {
-    lookup::<B, LayerNormFn<B>>("layer_norm")
+/// Every recipe key with a route installed on this thread, with the calls its routes took,
+/// sorted by key.
+pub fn installed() -> Vec<(&'static str, u64)> {
+    let mut by_key: HashMap<&'static str, u64> = HashMap::new();
+    ROUTES.with(|routes| {
+        for entry in routes.borrow().values() {
+            *by_key.entry(entry.key).or_default() += entry.calls;
+        }
+    });
+    let mut keys: Vec<_> = by_key.into_iter().collect();
+    keys.sort();
+    keys
 }
 
-/// Routes [`crate::fused::bias_gelu`] on backend `B` (the model's) to `f`; each routed call
-/// bumps the kernel counter `fused_bias_gelu`.
-pub fn route_bias_gelu<B: Backend>(f: BiasGeluFn<B>) -> RouteGuard {
-    insert::<B, _>("bias_gelu", f)
+/// `layer_norm` of `Acc<A>`: `(x, gamma, beta, epsilon) → y`, with `x: [..., width]`,
+/// `gamma`, `beta: [width]`; `y` like `x`. Each routed call bumps the kernel counter
+/// `fused_layer_norm`.
+pub struct LayerNorm;
+
+impl Route for LayerNorm {
+    const KEY: &'static str = "kernels.layer_norm";
+    type Fn<B: Backend> =
+        fn(FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, f64) -> FloatTensor<B>;
 }
 
-pub(crate) fn bias_gelu_route<B: Backend>() -> Option<BiasGeluFn<B>> {
-    lookup::<B, BiasGeluFn<B>>("bias_gelu")
+/// [`crate::fused::bias_gelu`]: `gelu(x + bias)` (exact, erf), `x: [..., width]`, `bias:
+/// [width]` in the dtype of `x`; the result like `x`. Counter `fused_bias_gelu`.
+pub struct BiasGelu;
+
+impl Route for BiasGelu {
+    const KEY: &'static str = "kernels.bias_gelu";
+    type Fn<B: Backend> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 }
 
-/// Routes [`crate::fused::quick_gelu`] on backend `B` to `f`; each routed call bumps the
-/// kernel counter `fused_quick_gelu`.
-pub fn route_quick_gelu<B: Backend>(f: QuickGeluFn<B>) -> RouteGuard {
-    insert::<B, _>("quick_gelu", f)
+/// [`crate::fused::quick_gelu`]: `x·sigmoid(1.702·x)`, any shape; the result like `x`.
+/// Counter `fused_quick_gelu`.
+pub struct QuickGelu;
+
+impl Route for QuickGelu {
+    const KEY: &'static str = "kernels.quick_gelu";
+    type Fn<B: Backend> = fn(FloatTensor<B>) -> FloatTensor<B>;
 }
 
-pub(crate) fn quick_gelu_route<B: Backend>() -> Option<QuickGeluFn<B>> {
-    lookup::<B, QuickGeluFn<B>>("quick_gelu")
+/// [`crate::fused::bias_dropout_add`]: `residual + dropout(x + bias, p)`, `x`, `residual:
+/// [..., width]`, `bias: [width]` in the dtype of `x`, `p` in `[0, 1)` (0: no dropout); the
+/// implementation draws its mask's seed from the device's generator. Counter
+/// `fused_bias_dropout_add`.
+pub struct BiasDropoutAdd;
+
+impl Route for BiasDropoutAdd {
+    const KEY: &'static str = "kernels.bias_dropout_add";
+    type Fn<B: Backend> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, f64) -> FloatTensor<B>;
 }
 
-/// Routes [`crate::fused::bias_dropout_add`] on backend `B` to `f`; each routed call bumps
-/// the kernel counter `fused_bias_dropout_add`.
-pub fn route_bias_dropout_add<B: Backend>(f: BiasDropoutAddFn<B>) -> RouteGuard {
-    insert::<B, _>("bias_dropout_add", f)
+/// [`crate::fused::window_process`]: Swin's cyclic shift by `−shift` + zero pad + window
+/// partition, `(x, resolution, window, shift)` with `x: [batch, h, w, c]`, `resolution = [h,
+/// w]` → `[batch · ⌈h/wh⌉ · ⌈w/ww⌉, wh · ww, c]` in `x`'s dtype. Counter
+/// `fused_window_process`.
+pub struct WindowProcess;
+
+impl Route for WindowProcess {
+    const KEY: &'static str = "kernels.window_process";
+    type Fn<B: Backend> = fn(FloatTensor<B>, [usize; 2], [usize; 2], [usize; 2]) -> FloatTensor<B>;
 }
 
-pub(crate) fn bias_dropout_add_route<B: Backend>() -> Option<BiasDropoutAddFn<B>> {
-    lookup::<B, BiasDropoutAddFn<B>>("bias_dropout_add")
+/// [`crate::fused::window_process_reverse`]: the inverse of [`WindowProcess`] (merge, crop,
+/// shift by `+shift`), `(windows, resolution, window, shift)` → `[batch, h, w, c]`. Counter
+/// `fused_window_process_reverse`.
+pub struct WindowProcessReverse;
+
+impl Route for WindowProcessReverse {
+    const KEY: &'static str = "kernels.window_process";
+    type Fn<B: Backend> = fn(FloatTensor<B>, [usize; 2], [usize; 2], [usize; 2]) -> FloatTensor<B>;
 }
 
-/// Routes [`crate::fused::window_process`] on backend `B` to `f`; each routed call bumps the
-/// kernel counter `fused_window_process`.
-pub fn route_window_process<B: Backend>(f: WindowProcessFn<B>) -> RouteGuard {
-    insert::<B, _>("window_process", f)
-}
+/// [`crate::fused::window_softmax`]: Swin's window-attention softmax, `(scores, table, index,
+/// mask)` → `softmax(scores + table[index] + mask)` over the last dimension, with `scores:
+/// [windows, heads, n, n]`, `table: [offsets, heads]` and `mask: [num_windows, n, n]` in the
+/// dtype of `scores`, `index: [n · n]`; the result like `scores`. Counter `fused_swin_fmha`.
+pub struct WindowSoftmax;
 
-pub(crate) fn window_process_route<B: Backend>() -> Option<WindowProcessFn<B>> {
-    lookup::<B, WindowProcessFn<B>>("window_process")
-}
-
-/// Routes [`crate::fused::window_process_reverse`] on backend `B` to `f`; each routed call
-/// bumps the kernel counter `fused_window_process_reverse`.
-pub fn route_window_process_reverse<B: Backend>(f: WindowProcessReverseFn<B>) -> RouteGuard {
-    insert::<B, _>("window_process_reverse", f)
-}
-
-pub(crate) fn window_process_reverse_route<B: Backend>() -> Option<WindowProcessReverseFn<B>> {
-    lookup::<B, WindowProcessReverseFn<B>>("window_process_reverse")
-}
-
-/// Routes [`crate::fused::window_softmax`] on backend `B` to `f`; each routed call bumps the
-/// kernel counter `fused_swin_fmha`.
-pub fn route_window_softmax<B: Backend>(f: WindowSoftmaxFn<B>) -> RouteGuard {
-    insert::<B, _>("window_softmax", f)
-}
-
-pub(crate) fn window_softmax_route<B: Backend>() -> Option<WindowSoftmaxFn<B>> {
-    lookup::<B, WindowSoftmaxFn<B>>("window_softmax")
+impl Route for WindowSoftmax {
+    const KEY: &'static str = "kernels.swin_fmha";
+    type Fn<B: Backend> =
+        fn(FloatTensor<B>, FloatTensor<B>, IntTensor<B>, Option<FloatTensor<B>>) -> FloatTensor<B>;
 }

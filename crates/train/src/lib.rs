@@ -4,7 +4,6 @@
 
 pub mod bench;
 pub mod kernel_cache;
-pub mod kernel_routes;
 pub mod launch;
 pub mod log;
 pub mod memory;

@@ -7,7 +7,7 @@
 //! bytes reserved by the pools (reserved ≥ the peak in use, since pools only grow between
 //! cleanups), read only at logging steps.
 
-use crate::stack::Stack;
+use crate::stack::{BackendStack, Stack, StackDevice, StackTask, with_stack};
 use burnacc_checkpoint::heap::host_heap;
 
 /// One memory reading of the stack's device.
@@ -21,27 +21,27 @@ pub struct MemoryReading {
 
 /// Reads the memory of `stack`'s device (blocking on the device queue for CubeCL stacks).
 pub fn read_memory(stack: Stack) -> Option<MemoryReading> {
-    use burn::backend::wgpu::{WgpuDevice, WgpuRuntime};
-    use burn::cubecl::Runtime;
-    let usage = match stack {
-        Stack::CpuEager | Stack::CpuAcc => {
-            let (in_use, peak) = host_heap();
-            return Some(MemoryReading { in_use, peak });
-        }
-        Stack::WgpuEager | Stack::WgpuFused | Stack::WgpuAcc => {
-            WgpuRuntime::client(&WgpuDevice::default())
-                .memory_usage()
-                .ok()?
-        }
-        #[cfg(feature = "cuda")]
-        Stack::CudaEager(i) | Stack::CudaFused(i) | Stack::CudaAcc(i) => {
-            burn::cubecl::cuda::CudaRuntime::client(&burn::backend::cuda::CudaDevice::new(i))
-                .memory_usage()
-                .ok()?
-        }
-        #[cfg(not(feature = "cuda"))]
-        Stack::CudaEager(_) | Stack::CudaFused(_) | Stack::CudaAcc(_) => return None,
-    };
+    with_stack(stack, ReadMemory)
+}
+
+struct ReadMemory;
+
+impl StackTask for ReadMemory {
+    type Output = Option<MemoryReading>;
+    fn run<S: BackendStack>(self, _stack: Stack, device: StackDevice<S>) -> Self::Output {
+        S::memory(&device)
+    }
+}
+
+/// The host heap, from the counting allocator (zeros when the binary did not install it).
+pub fn host_memory() -> MemoryReading {
+    let (in_use, peak) = host_heap();
+    MemoryReading { in_use, peak }
+}
+
+/// The memory of a CubeCL device: bytes in use and reserved by its pools.
+pub fn cube_memory<R: burn::cubecl::Runtime>(device: &R::Device) -> Option<MemoryReading> {
+    let usage = R::client(device).memory_usage().ok()?;
     Some(MemoryReading {
         in_use: usage.bytes_in_use,
         peak: usage.bytes_reserved,

@@ -2,10 +2,10 @@
 //! `[amp] dtype` never falls back to f32 silently.
 
 use crate::recipe::{AmpDtype, AmpSection, Recipe, RecipeError};
-use crate::stack::{Stack, StackTask, with_stack};
+use crate::stack::{BackendStack, Stack, StackDevice, StackTask, with_stack};
+use burn::tensor::backend::Backend;
 use burn::tensor::{DType, FloatDType};
 use burnacc_amp::scaler::GradScalerConfig;
-use burnacc_checkpoint::CheckpointBackend;
 use std::path::Path;
 
 /// `amp.dtype` as Burn's float dtype.
@@ -40,10 +40,10 @@ struct SupportedFloats;
 impl StackTask for SupportedFloats {
     type Output = Vec<&'static str>;
 
-    fn run<B: CheckpointBackend>(self, _stack: Stack, device: B::Device) -> Vec<&'static str> {
+    fn run<S: BackendStack>(self, _stack: Stack, device: StackDevice<S>) -> Vec<&'static str> {
         FLOAT_DTYPES
             .iter()
-            .filter(|(dtype, _)| B::supports_dtype(&device, *dtype))
+            .filter(|(dtype, _)| S::Backend::supports_dtype(&device, *dtype))
             .map(|(_, name)| *name)
             .collect()
     }

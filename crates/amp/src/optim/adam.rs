@@ -17,12 +17,13 @@ use super::device::{Erased, StepMask, bias_correction, zero_step};
 use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
 use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
-use super::route::{AdamStepFn, multi_tensor_route};
+use super::route::{AdamStep, AdamStepFn};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, Tensor};
+use burnacc_backend::routes::lookup;
 use burnacc_kernels::optim::reference::adam_tensor_reference;
 use burnacc_kernels::optim::{AdamGroup, AdamHyper};
 use std::collections::HashMap;
@@ -165,17 +166,17 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Adam<
         grads: GradientsParams,
         found_inf: Option<&Tensor<B::InnerBackend, 1>>,
     ) -> M {
-        match multi_tensor_route::<B::InnerBackend>() {
-            Some((route, which)) if which.adam => {
+        match lookup::<AdamStep, B::InnerBackend>() {
+            Some(fused) => {
                 let mut grads = grads;
                 let items = collect::<B, M>(&module, &mut grads);
                 let mut stepped = HashMap::new();
                 for group in by_dtype(items) {
-                    self.step_group(route.adam, lr, group, found_inf, &mut stepped);
+                    self.step_group(fused, lr, group, found_inf, &mut stepped);
                 }
                 apply::<B, M>(module, stepped)
             }
-            _ => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
+            None => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
         }
     }
 }

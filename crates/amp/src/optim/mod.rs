@@ -20,7 +20,9 @@ mod sgd;
 
 pub use adam::{Adam, AdamConfig, AdamParamState, WeightDecayMode};
 pub use error::OptimError;
-pub use route::{FusedOptimizers, MultiTensorGuard, MultiTensorRoute, route_multi_tensor};
+pub use route::{
+    AdamStep, AdamStepFn, SgdStep, SgdStepFn, route_adam_of_backend, route_sgd_of_backend,
+};
 pub use sgd::{Sgd, SgdConfig, SgdParamState};
 
 use burn::module::AutodiffModule;

@@ -5,6 +5,7 @@ mod common;
 mod tier2 {
     mod multi_tensor_route;
     mod optim_reference;
+    mod policy_tables;
     mod scaler_injected_inf;
     mod scaler_misuse;
     mod scaler_update;

@@ -1,8 +1,9 @@
-//! `layer_norm`: the routed fused LayerNorm when one is registered for the inner backend
-//! ([`crate::routes::route_layer_norm`]), else the inner backend's (Burn's decomposed default).
+//! `layer_norm`: the routed fused LayerNorm when one is installed for `Acc<B>`
+//! ([`crate::routes::LayerNorm`]), else the inner backend's (Burn's decomposed default).
 
+use crate::Acc;
 use crate::counters;
-use crate::routes::layer_norm_route;
+use crate::routes::{LayerNorm, lookup};
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 
@@ -14,7 +15,7 @@ pub fn layer_norm<B: Backend>(
     beta: Option<FloatTensor<B>>,
     epsilon: f64,
 ) -> FloatTensor<B> {
-    match layer_norm_route::<B>() {
+    match lookup::<LayerNorm, Acc<B>>() {
         Some(fused) => {
             counters::bump_kernel("fused_layer_norm");
             fused(tensor, gamma, beta, epsilon)

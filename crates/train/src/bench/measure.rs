@@ -4,10 +4,10 @@
 //! trainer's own step ([`Stepper`]).
 
 use super::record::{BenchRecord, Status};
-use crate::kernel_routes::route_kernels;
 use crate::memory::read_memory;
 use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
-use crate::stack::{Stack, StackTask};
+use crate::stack::route_kernels;
+use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
     BlockFilter, BlockProbe, Stepper, bert_config, bert_forward_probed, bert_forward_selected,
@@ -62,7 +62,14 @@ fn image_classes(recipe: &Recipe) -> usize {
 impl StackTask for Measure<'_> {
     type Output = Result<BenchRecord>;
 
-    fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
+    fn run<S: BackendStack>(self, stack: Stack, device: StackDevice<S>) -> Result<BenchRecord> {
+        self.measure::<S::Backend>(stack, device)
+    }
+}
+
+impl Measure<'_> {
+    /// Builds the recipe's model on `B` and times its steps.
+    fn measure<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<BenchRecord> {
         // `[kernels]` as in training (`BenchCase::resolve_recipe` switches them off for the
         // eager and fused cases). The routes hold on this thread until the case ends.
         let _routes = route_kernels(stack, &self.recipe.kernels)?;

@@ -36,11 +36,11 @@ pub use task::{
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
 use crate::kernel_cache::configure_kernel_caches;
-use crate::kernel_routes::route_kernels;
 use crate::precision::check_amp_dtype;
 use crate::recipe::{Recipe, load_recipe};
 use crate::run_dir::{fresh_run_dir, write_atomic};
-use crate::stack::{Stack, resolve_stack, with_stack};
+use crate::stack::route_kernels;
+use crate::stack::{Stack, UnusedKernel, resolve_stack, unused_kernels, with_stack};
 use anyhow::{Context, Result};
 use burnacc_datasets::Shard;
 use burnacc_ddp::ProcessGroup;
@@ -166,6 +166,8 @@ pub struct RunSummary {
     pub padding: Option<PaddingReport>,
     /// What the run measured.
     pub outcome: TrainOutcome,
+    /// `[kernels]` keys switched on whose kernels never ran.
+    pub unused_kernels: Vec<UnusedKernel>,
 }
 
 impl RunSummary {
@@ -186,6 +188,7 @@ impl RunSummary {
             skipped_images: data.skipped(),
             padding: data.padding(),
             outcome,
+            unused_kernels: unused_kernels(),
         }
     }
 }
@@ -404,13 +407,16 @@ fn run_replica(
             eval.samples
         );
     }
+    let summary = RunSummary::new(file, run_dir.clone(), stack, data, outcome);
+    for unused in &summary.unused_kernels {
+        eprintln!("kernels: {unused}");
+    }
     if data.skipped() > 0 {
         eprintln!(
             "data: skipped {} undecodable image(s) (data.on_corrupt = \"skip\")",
             data.skipped()
         );
     }
-    let summary = RunSummary::new(file, run_dir.clone(), stack, data, outcome);
     let json = serde_json::to_vec_pretty(&summary)?;
     write_atomic(&run_dir.join("summary.json"), &json)?;
     Ok(summary)

@@ -13,7 +13,7 @@ use crate::log::JsonlLog;
 use crate::profile::Profiler;
 use crate::progress::Progress;
 use crate::recipe::{OptimSection, OptimizerName, Recipe};
-use crate::stack::{Stack, StackTask};
+use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
@@ -89,7 +89,14 @@ pub fn swin_model_config(
 impl StackTask for TrainTask<'_> {
     type Output = Result<TrainOutcome>;
 
-    fn run<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
+    fn run<S: BackendStack>(self, stack: Stack, device: StackDevice<S>) -> Result<TrainOutcome> {
+        self.train::<S::Backend>(stack, device)
+    }
+}
+
+impl TrainTask<'_> {
+    /// Builds the recipe's model on `B` and trains it.
+    fn train<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
         let seed = self.recipe.train.seed;
         match self.data {
             Data::Images(data) if self.recipe.model.name.is_swin() => {

@@ -11,7 +11,7 @@ use burn::backend::Wgpu;
 use burn::backend::{Autodiff, Flex, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{
-    AdamConfig, FusedOptimizers, MultiTensorRoute, SgdConfig, SyncFreeOptimizer, route_multi_tensor,
+    AdamConfig, SgdConfig, SyncFreeOptimizer, route_adam_of_backend, route_sgd_of_backend,
 };
 use burnacc_kernels::optim::{
     MultiTensorOptim, multi_tensor_adam_launches, multi_tensor_sgd_launches,
@@ -30,12 +30,11 @@ where
     O: SyncFreeOptimizer<Mlp<B>, B>,
 {
     let device = B::Device::default();
-    let _route = routed.then(|| {
-        let all = FusedOptimizers {
-            adam: true,
-            sgd: true,
-        };
-        route_multi_tensor(MultiTensorRoute::<B::InnerBackend>::of_backend(), all)
+    let _routes = routed.then(|| {
+        (
+            route_adam_of_backend::<B::InnerBackend>(),
+            route_sgd_of_backend::<B::InnerBackend>(),
+        )
     });
     let mut optim = make();
     let mut model = Mlp::<B>::new(&device);

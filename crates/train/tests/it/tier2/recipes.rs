@@ -118,3 +118,14 @@ fn fused_on_the_cpu_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn every_kernel_route_is_switched_by_a_recipe_key() {
+    let keys = burnacc_train::recipe::KernelsSection::keys();
+    for key in burnacc_train::stack::acc_kernels::route_keys() {
+        assert!(
+            keys.contains(&key),
+            "route key {key} is not a [kernels] key"
+        );
+    }
+}

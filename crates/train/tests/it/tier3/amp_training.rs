@@ -7,6 +7,7 @@ use crate::common::{losses, records, tiny_recipe};
 use burnacc_backend::counters;
 use burnacc_tests::tolerance::{Precision, TrainingStep, training_loss_tolerance};
 use burnacc_train::precision::{check_amp_dtype, supported_float_dtypes};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
 use std::path::Path;
@@ -74,7 +75,12 @@ fn tracks_f32(root: &Path, stack: Stack, dtype: &str, precision: Precision) -> R
 #[test]
 fn bf16_autocast_on_cpu_tracks_f32() {
     let root = tempfile::tempdir().unwrap();
-    let amp = tracks_f32(root.path(), Stack::CpuAcc, "bf16", Precision::BF16);
+    let amp = tracks_f32(
+        root.path(),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        "bf16",
+        Precision::BF16,
+    );
     // bf16 has f32's range: no loss scaling by default.
     assert!(records(&amp).iter().all(|r| r["loss_scale"].is_null()));
 }
@@ -82,7 +88,12 @@ fn bf16_autocast_on_cpu_tracks_f32() {
 #[test]
 fn f16_autocast_with_loss_scaling_on_wgpu_tracks_f32() {
     let root = tempfile::tempdir().unwrap();
-    let amp = tracks_f32(root.path(), Stack::WgpuAcc, "f16", Precision::F16);
+    let amp = tracks_f32(
+        root.path(),
+        Stack::new(Mode::Acc, DeviceSpec::Wgpu),
+        "f16",
+        Precision::F16,
+    );
     // f16 turns loss scaling on; the default scale 2^16 overflows f16 (max 65504) in the
     // backward pass of the first step, which is skipped and halves the scale, as in PyTorch.
     let scales: Vec<f64> = records(&amp)
@@ -114,7 +125,7 @@ fn a_training_step_never_reads_from_the_device() {
     // unscale and inf check, masked SGD with momentum, scale update) runs, over 20 steps.
     let summary = run(
         root.path(),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         20,
         &[
             "amp.enabled=true",
@@ -142,8 +153,8 @@ fn a_training_step_never_reads_from_the_device() {
 
 #[test]
 fn an_unsupported_dtype_is_a_clear_error() {
-    assert!(supported_float_dtypes(Stack::CpuAcc).contains(&"bf16"));
-    let wgpu = supported_float_dtypes(Stack::WgpuAcc);
+    assert!(supported_float_dtypes(Stack::new(Mode::Acc, DeviceSpec::Cpu)).contains(&"bf16"));
+    let wgpu = supported_float_dtypes(Stack::new(Mode::Acc, DeviceSpec::Wgpu));
     let missing = ["bf16", "f16"]
         .into_iter()
         .find(|d| !wgpu.contains(d))
@@ -154,9 +165,13 @@ fn an_unsupported_dtype_is_a_clear_error() {
         1,
         &["amp.enabled=true", &format!("amp.dtype=\"{missing}\"")],
     );
-    let error = check_amp_dtype(&recipe, Path::new("tiny.toml"), Stack::WgpuAcc)
-        .unwrap_err()
-        .to_string();
+    let error = check_amp_dtype(
+        &recipe,
+        Path::new("tiny.toml"),
+        Stack::new(Mode::Acc, DeviceSpec::Wgpu),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("tiny.toml"), "{error}");
     assert!(error.contains("`amp.dtype`"), "{error}");
     assert!(

@@ -2,6 +2,7 @@
 //! losses at every step (f32 and bf16 autocast, CPU), since the gradients are the same.
 
 use crate::common::{losses, rel, tiny_recipe};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
 use std::path::Path;
@@ -20,7 +21,12 @@ fn run_summary(root: &Path, sets: &[&str]) -> anyhow::Result<RunSummary> {
         quiet: true,
         ..Default::default()
     };
-    run_checked(&recipe, Path::new("tiny.toml"), Stack::CpuAcc, &options)
+    run_checked(
+        &recipe,
+        Path::new("tiny.toml"),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &options,
+    )
 }
 
 /// Runs of this file one at a time.

@@ -13,9 +13,10 @@ use burn::tensor::{Tensor, TensorData};
 use burnacc_backend::{Acc, counters};
 use burnacc_kernels::layer_norm::{layer_norm_backward_launches, layer_norm_forward_launches};
 use burnacc_tests::rng::HostRng;
-use burnacc_train::kernel_routes::route_kernels;
 use burnacc_train::recipe::KernelsSection;
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
+use burnacc_train::stack::route_kernels;
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = HostRng::new(seed);
@@ -102,7 +103,7 @@ fn the_route_runs_the_fused_kernels_on_wgpu() {
         layer_norm_forward_launches(),
         layer_norm_backward_launches(),
     );
-    let calls = routed_equals_plain::<Acc<Inner>>(Stack::WgpuAcc, &device);
+    let calls = routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
     assert_eq!(calls, 1);
     Inner::sync(&device).unwrap();
     assert!(
@@ -118,7 +119,10 @@ fn the_route_runs_the_fused_kernels_on_wgpu() {
 #[test]
 fn the_route_runs_one_autodiff_node_on_the_cpu() {
     type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    let calls = routed_equals_plain::<Acc<Inner>>(Stack::CpuAcc, &Default::default());
+    let calls = routed_equals_plain::<Acc<Inner>>(
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &Default::default(),
+    );
     assert_eq!(calls, 1);
 }
 
@@ -128,7 +132,7 @@ fn kernels_need_an_acc_stack() {
         layer_norm: true,
         ..Default::default()
     };
-    let err = route_kernels(Stack::CpuEager, &on)
+    let err = route_kernels(Stack::new(Mode::Eager, DeviceSpec::Cpu), &on)
         .err()
         .expect("eager has no Acc");
     assert!(err.to_string().contains("kernels.layer_norm"), "{err}");
@@ -214,7 +218,10 @@ fn activations_routed_equal_plain<B: AutodiffBackend>(stack: Stack, device: &B::
 #[test]
 fn routed_activations_match_burns_ops_on_the_cpu() {
     type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    activations_routed_equal_plain::<Acc<Inner>>(Stack::CpuAcc, &Default::default());
+    activations_routed_equal_plain::<Acc<Inner>>(
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &Default::default(),
+    );
 }
 
 #[test]
@@ -223,7 +230,7 @@ fn routed_activations_run_the_gelu_kernels_on_wgpu() {
     type Inner = Autodiff<Wgpu, BalancedCheckpointing>;
     let device = Default::default();
     let (quick, bias) = (quick_gelu_forward_launches(), bias_gelu_backward_launches());
-    activations_routed_equal_plain::<Acc<Inner>>(Stack::WgpuAcc, &device);
+    activations_routed_equal_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
     Inner::sync(&device).unwrap();
     assert!(
         quick_gelu_forward_launches() > quick,

@@ -7,6 +7,7 @@
 use crate::common::{losses, rel, tiny_swin, tiny_swin_text};
 use burnacc_ddp::ProcessGroup;
 use burnacc_tests::processes::{free_port_block, wait_bounded};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::RunSummary;
 use burnacc_train::trainer::{RunOptions, run_checked, run_recipe};
@@ -63,7 +64,7 @@ fn joined_batch_run(root: &Path) -> RunSummary {
     run_checked(
         &tiny_swin(root, STEPS, &[]),
         Path::new("tiny_swin.toml"),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &quiet(),
     )
     .unwrap()
@@ -125,7 +126,7 @@ fn two_launched_processes_train_like_one_process_on_the_joined_batch() {
     let half = run_checked(
         &tiny_swin(root, STEPS, &["train.batch_size=4"]),
         Path::new("tiny_swin.toml"),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &options,
     )
     .unwrap();

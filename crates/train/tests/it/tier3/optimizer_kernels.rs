@@ -5,6 +5,7 @@
 
 use crate::common::{losses, rel, tiny_recipe};
 use burnacc_kernels::optim::{multi_tensor_adam_launches, multi_tensor_sgd_launches};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, run_checked};
@@ -46,11 +47,11 @@ fn fused_sgd_tracks_the_per_parameter_step_on_the_cpu() {
         "backend.device=\"cpu\"",
         "optim.momentum=0.9",
     ];
-    let plain = run(dir.path(), Stack::CpuAcc, &acc);
+    let plain = run(dir.path(), Stack::new(Mode::Acc, DeviceSpec::Cpu), &acc);
     let before = multi_tensor_sgd_launches();
     let fused = run(
         dir.path(),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &[&acc[..], &["kernels.sgd=true"]].concat(),
     );
     // One fused loop per step (all parameters are f32).
@@ -70,11 +71,11 @@ fn fused_adamw_tracks_the_per_parameter_step_on_wgpu() {
         "optim.name=\"adamw\"",
         "optim.lr=0.003",
     ];
-    let plain = run(dir.path(), Stack::WgpuAcc, &acc);
+    let plain = run(dir.path(), Stack::new(Mode::Acc, DeviceSpec::Wgpu), &acc);
     let before = multi_tensor_adam_launches();
     let fused = run(
         dir.path(),
-        Stack::WgpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Wgpu),
         &[&acc[..], &["kernels.adam=true"]].concat(),
     );
     assert!(
@@ -125,4 +126,31 @@ fn optimizer_keys_need_their_optimizer_and_mode_acc() {
         "kernels.adam=true",
     ])
     .unwrap();
+}
+
+#[test]
+fn kernels_the_model_never_calls_are_reported_at_the_end_of_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = tiny_recipe(
+        dir.path(),
+        2,
+        &[
+            "backend.mode=\"acc\"",
+            "backend.device=\"cpu\"",
+            "kernels.sgd=true",
+            "kernels.layer_norm=true",
+            "kernels.swin_fmha=true",
+        ],
+    );
+    let options = RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let stack = Stack::new(Mode::Acc, DeviceSpec::Cpu);
+    let summary = run_checked(&recipe, Path::new("tiny.toml"), stack, &options).unwrap();
+    let unused: Vec<&str> = summary.unused_kernels.iter().map(|u| u.key).collect();
+    // A ResNet has no LayerNorm and no window attention; its SGD steps took the fused route.
+    assert_eq!(unused, ["kernels.layer_norm", "kernels.swin_fmha"]);
+    let written = std::fs::read_to_string(summary.run_dir.join("summary.json")).unwrap();
+    assert!(written.contains("kernels.swin_fmha"), "{written}");
 }

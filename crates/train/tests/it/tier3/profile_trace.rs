@@ -2,6 +2,7 @@
 //! spans and the ops `Acc` saw, and profiling (which synchronises the device inside the
 //! window) leaves the training results unchanged.
 
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{ProfileRequest, RunOptions, run_checked};
 use std::path::Path;
@@ -31,8 +32,20 @@ fn profile_traces_the_window_and_changes_nothing() {
         ..Default::default()
     };
     let tiny = Path::new("tiny.toml");
-    let without = run_checked(&recipe, tiny, Stack::CpuAcc, &plain).unwrap();
-    let with = run_checked(&recipe, tiny, Stack::CpuAcc, &profiled).unwrap();
+    let without = run_checked(
+        &recipe,
+        tiny,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &plain,
+    )
+    .unwrap();
+    let with = run_checked(
+        &recipe,
+        tiny,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &profiled,
+    )
+    .unwrap();
     assert_eq!(
         losses(&with),
         losses(&without),

@@ -13,9 +13,10 @@ use burn::tensor::{Tensor, TensorData};
 use burnacc_backend::{Acc, counters};
 use burnacc_models::swin::{SwinConfig, SwinTransformer};
 use burnacc_tests::rng::HostRng;
-use burnacc_train::kernel_routes::route_kernels;
 use burnacc_train::recipe::KernelsSection;
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
+use burnacc_train::stack::route_kernels;
 
 const BATCH: usize = 2;
 const IMAGE: usize = 40;
@@ -150,7 +151,7 @@ fn routed_equals_plain<B: AutodiffBackend>(stack: Stack, device: &B::Device) {
 #[test]
 fn routed_swin_ops_match_the_models_ops_on_the_cpu() {
     type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    routed_equals_plain::<Acc<Inner>>(Stack::CpuAcc, &Default::default());
+    routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Cpu), &Default::default());
 }
 
 #[test]
@@ -172,7 +173,7 @@ fn routed_swin_ops_run_the_kernels_on_wgpu() {
         ]
     };
     let before = launches();
-    routed_equals_plain::<Acc<Inner>>(Stack::WgpuAcc, &device);
+    routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
     Inner::sync(&device).unwrap();
     let after = launches();
     // Forward and backward: each gather also runs as the other's backward.

@@ -3,6 +3,7 @@
 //! Swin keys are refused naming the key.
 
 use crate::common::{losses, rel, tiny_swin};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::recipe::{parse_recipe, swin_config};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
@@ -63,7 +64,10 @@ fn eager_and_acc_train_swin_alike_and_evaluate() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let root = tempfile::tempdir().unwrap();
     let mut runs = Vec::new();
-    for stack in [Stack::CpuEager, Stack::CpuAcc] {
+    for stack in [
+        Stack::new(Mode::Eager, DeviceSpec::Cpu),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+    ] {
         let summary = run(root.path(), stack, STEPS, &[]);
         let l = losses(&summary);
         assert_eq!(l.len(), STEPS, "{stack}: one log line per step");
@@ -97,11 +101,16 @@ fn checkpointed_swin_blocks_train_like_plain_blocks() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let root = tempfile::tempdir().unwrap();
     let steps = 3;
-    let plain = run(root.path(), Stack::CpuAcc, steps, &[]);
+    let plain = run(
+        root.path(),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        steps,
+        &[],
+    );
     assert_eq!(plain.outcome.stats.checkpointed_blocks, 0);
     let blocks = run(
         root.path(),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         steps,
         &["checkpoint.mode=blocks"],
     );
@@ -120,17 +129,22 @@ fn checkpointed_swin_blocks_train_like_plain_blocks() {
     // block draws from a seed of its position whether checkpointed or not: the same losses
     // again. `auto` measures the same 4 blocks.
     let drop_path = "model.drop_path_rate=0.2";
-    let plain = run(root.path(), Stack::CpuAcc, steps, &[drop_path]);
+    let plain = run(
+        root.path(),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        steps,
+        &[drop_path],
+    );
     let blocks = run(
         root.path(),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         steps,
         &[drop_path, "checkpoint.mode=blocks"],
     );
     assert_eq!(blocks.outcome.stats.checkpointed_blocks, 4);
     let auto = run(
         root.path(),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         steps,
         &[drop_path, "checkpoint.mode=auto", "checkpoint.budget=1GiB"],
     );

@@ -9,6 +9,7 @@
 use crate::common::{losses, rel};
 use burnacc_backend::counters;
 use burnacc_datasets::text::{minilm_present, rotten_tomatoes_present, text_data_dir};
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
@@ -73,7 +74,7 @@ fn run(root: &Path, steps: usize, sets: &[&str]) -> RunSummary {
     run_checked(
         &text_recipe(root, steps, sets),
         Path::new("text.toml"),
-        Stack::CpuAcc,
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &options,
     )
     .unwrap()
@@ -180,7 +181,13 @@ fn a_corrupted_corpus_is_named() {
         quiet: true,
         ..Default::default()
     };
-    let err = run_checked(&recipe, Path::new("text.toml"), Stack::CpuAcc, &options).unwrap_err();
+    let err = run_checked(
+        &recipe,
+        Path::new("text.toml"),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &options,
+    )
+    .unwrap_err();
     let message = format!("{err:#}");
     assert!(message.contains("corpus.csv.bz2"), "{message}");
     assert!(

@@ -8,6 +8,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burnacc_datasets::{
     ImageFolder, ImageFolderConfig, ImageTransform, Loader, LoaderConfig, Normalize, TransformMode,
 };
+use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::{Stack, resolve_stack};
 use burnacc_train::trainer::{RunOptions, evaluate, model_config, run_checked};
 use std::path::Path;
@@ -26,11 +27,11 @@ fn every_mode_trains_and_the_modes_agree() {
         ..Default::default()
     };
     let stacks = [
-        Stack::CpuEager,
-        Stack::CpuAcc,
-        Stack::WgpuEager,
-        Stack::WgpuFused,
-        Stack::WgpuAcc,
+        Stack::new(Mode::Eager, DeviceSpec::Cpu),
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        Stack::new(Mode::Eager, DeviceSpec::Wgpu),
+        Stack::new(Mode::Fused, DeviceSpec::Wgpu),
+        Stack::new(Mode::Acc, DeviceSpec::Wgpu),
     ];
     let mut runs = Vec::new();
     for stack in stacks {
@@ -124,24 +125,23 @@ fn every_mode_trains_and_the_modes_agree() {
 
 #[test]
 fn auto_picks_a_device_that_can_run_the_mode() {
-    use burnacc_train::recipe::{DeviceSpec, Mode};
     #[cfg(not(feature = "cuda"))]
     {
         assert_eq!(
             resolve_stack(Mode::Acc, DeviceSpec::Auto).unwrap(),
-            Stack::CpuAcc
+            Stack::new(Mode::Acc, DeviceSpec::Cpu)
         );
         assert_eq!(
             resolve_stack(Mode::Eager, DeviceSpec::Auto).unwrap(),
-            Stack::CpuEager
+            Stack::new(Mode::Eager, DeviceSpec::Cpu)
         );
         assert_eq!(
             resolve_stack(Mode::Fused, DeviceSpec::Auto).unwrap(),
-            Stack::WgpuFused
+            Stack::new(Mode::Fused, DeviceSpec::Wgpu)
         );
     }
     assert_eq!(
         resolve_stack(Mode::Acc, DeviceSpec::Wgpu).unwrap(),
-        Stack::WgpuAcc
+        Stack::new(Mode::Acc, DeviceSpec::Wgpu)
     );
 }

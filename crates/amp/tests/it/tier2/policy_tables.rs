@@ -1,11 +1,11 @@
-//! Tier 1: the autocast policy tables of burnacc-amp name real ops of Burn 0.21's `Backend`,
+//! The autocast policy tables of burnacc-amp name real ops of Burn 0.21's `Backend`,
 //! and the generated `forward.rs` casts exactly what the tables say (a stale `forward.rs`,
 //! not regenerated after a table changed, fails here).
 
 use burnacc_amp::policy::{CastPolicy, FLOAT32_OPS, LOWER_PRECISION_OPS, cast_policy};
 use burnacc_backend::forward::OP_NAMES;
 
-const FORWARD: &str = include_str!("../../../src/forward.rs");
+const FORWARD: &str = include_str!("../../../../backend/src/forward.rs");
 
 /// `(name, policy tag, float inputs)` of each `op!` line: the tag is `lower`, `float32`,
 /// `promote` or `None`; the inputs count as the generator counts them (a list as two).

@@ -1,0 +1,49 @@
+//! The CPU stacks, on Flex.
+
+use super::acc_kernels::install_acc_kernels;
+use super::{BackendStack, KernelRoutes, StackDevice};
+use crate::memory::{MemoryReading, host_memory};
+use crate::recipe::{DeviceSpec, KernelsSection};
+use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
+use burn::backend::flex::FlexDevice;
+use burn::backend::{Autodiff, Flex};
+use burnacc_backend::Acc;
+
+/// `eager` on the CPU: `Autodiff<Flex>`, plain Burn.
+pub struct CpuEager;
+
+impl BackendStack for CpuEager {
+    type Backend = Autodiff<Flex>;
+    const TYPE_NAME: &'static str = "Autodiff<Flex>";
+
+    fn device(_spec: DeviceSpec) -> StackDevice<Self> {
+        FlexDevice
+    }
+
+    fn memory(_device: &StackDevice<Self>) -> Option<MemoryReading> {
+        Some(host_memory())
+    }
+}
+
+/// `acc` on the CPU: `Acc<Autodiff<Flex, BalancedCheckpointing>>`.
+pub struct CpuAcc;
+
+impl BackendStack for CpuAcc {
+    type Backend = Acc<Autodiff<Flex, BalancedCheckpointing>>;
+    const TYPE_NAME: &'static str = "Acc<Autodiff<Flex, BalancedCheckpointing>>";
+
+    fn device(_spec: DeviceSpec) -> StackDevice<Self> {
+        FlexDevice
+    }
+
+    fn memory(_device: &StackDevice<Self>) -> Option<MemoryReading> {
+        Some(host_memory())
+    }
+
+    fn install_kernels(kernels: &KernelsSection) -> Result<KernelRoutes, &'static str> {
+        Ok(install_acc_kernels::<
+            Autodiff<Flex, BalancedCheckpointing>,
+            Flex,
+        >(kernels))
+    }
+}
