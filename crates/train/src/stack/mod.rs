@@ -214,6 +214,7 @@ fn try_with_stack<T: StackTask>(stack: Stack, task: T) -> Result<T::Output, Stac
         (Mode::Fused, DeviceSpec::Cuda(_)) => run::<cuda::CudaFused, T>(stack, task),
         #[cfg(feature = "cuda")]
         (Mode::Acc, DeviceSpec::Cuda(_)) => run::<cuda::CudaAcc, T>(stack, task),
+        #[cfg(not(feature = "cuda"))]
         (_, DeviceSpec::Cuda(_)) => return Err(StackError::CudaNotBuilt(stack.device)),
         (Mode::Fused, DeviceSpec::Cpu) => return Err(StackError::FusedOnCpu),
         (_, DeviceSpec::Auto) => unreachable!("a stack runs on a concrete device"),
