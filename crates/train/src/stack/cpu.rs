@@ -8,6 +8,7 @@ use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
 use burnacc_backend::Acc;
+use burnacc_fusion::CpuFused;
 
 /// `eager` on the CPU: `Autodiff<Flex>`, plain Burn.
 pub struct CpuEager;
@@ -25,12 +26,13 @@ impl BackendStack for CpuEager {
     }
 }
 
-/// `acc` on the CPU: `Acc<Autodiff<Flex, BalancedCheckpointing>>`.
+/// `acc` on the CPU: `Acc<Autodiff<Fusion<CpuFlex>, BalancedCheckpointing>>`, burnacc's
+/// CPU backend under Burn's fusion with burnacc's fusers.
 pub struct CpuAcc;
 
 impl BackendStack for CpuAcc {
-    type Backend = Acc<Autodiff<Flex, BalancedCheckpointing>>;
-    const TYPE_NAME: &'static str = "Acc<Autodiff<Flex, BalancedCheckpointing>>";
+    type Backend = Acc<Autodiff<CpuFused, BalancedCheckpointing>>;
+    const TYPE_NAME: &'static str = "Acc<Autodiff<Fusion<CpuFlex>, BalancedCheckpointing>>";
 
     fn device(_spec: DeviceSpec) -> StackDevice<Self> {
         FlexDevice
@@ -42,8 +44,8 @@ impl BackendStack for CpuAcc {
 
     fn install_kernels(kernels: &KernelsSection) -> Result<KernelRoutes, &'static str> {
         Ok(install_acc_kernels::<
-            Autodiff<Flex, BalancedCheckpointing>,
-            Flex,
+            Autodiff<CpuFused, BalancedCheckpointing>,
+            CpuFused,
         >(kernels))
     }
 }

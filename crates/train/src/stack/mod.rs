@@ -1,10 +1,14 @@
 //! Mode × device → the backend stack of DESIGN.md §2, resolved before any work starts.
 //!
-//! | mode  | cpu                             | wgpu / cuda                                        |
-//! |-------|---------------------------------|----------------------------------------------------|
-//! | eager | `Autodiff<Flex>`                | `Autodiff<CubeBackend<R>>`                         |
-//! | fused | — (Flex has no fusion)          | `Autodiff<Fusion<CubeBackend<R>>>`                 |
-//! | acc   | `Acc<Autodiff<Flex, Balanced>>` | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>`  |
+//! | mode  | cpu                                        | wgpu / cuda                                       |
+//! |-------|--------------------------------------------|---------------------------------------------------|
+//! | eager | `Autodiff<Flex>`                           | `Autodiff<CubeBackend<R>>`                        |
+//! | fused | —                                          | `Autodiff<Fusion<CubeBackend<R>>>`                |
+//! | acc   | `Acc<Autodiff<Fusion<CpuFlex>, Balanced>>` | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>` |
+//!
+//! `CpuFlex` (burnacc-fusion) is Flex with burnacc's CPU kernels (broadcasting element-wise
+//! ops, the convolution backward as one matrix product) and Burn's fusion IR, so that
+//! `Fusion<CpuFlex>` runs burnacc's fusers.
 //!
 //! Each stack is a type implementing [`BackendStack`] (its autodiff backend, device, memory
 //! reading and kernel installation) in this folder: `cpu.rs`, `wgpu.rs`, `cuda.rs`.
@@ -37,6 +41,12 @@ mod wgpu;
 pub use acc_kernels::{
     KernelRoutes, KernelUnavailable, UnusedKernel, route_kernels, unused_kernels,
 };
+
+pub use cpu::{CpuAcc, CpuEager};
+pub use wgpu::{WgpuAcc, WgpuEager, WgpuFused};
+
+/// The autodiff backend of the CPU `acc` stack (what tests of the shipped stack run).
+pub type CpuAccBackend = <CpuAcc as BackendStack>::Backend;
 
 use crate::memory::MemoryReading;
 use crate::recipe::{DeviceSpec, KernelsSection, Mode};

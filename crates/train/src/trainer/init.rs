@@ -77,5 +77,10 @@ pub fn to_device<M: Module<Flex>, N: Module<B>, B: Backend>(
         .context("cannot serialise the initial weights")?;
     let record = Recorder::<B>::load(&recorder, bytes, device)
         .context("cannot load the initial weights on the device")?;
-    Ok(build(device).load_record(record))
+    let model = build(device).load_record(record);
+    // A lazy backend (Burn's fusion) may still hold queued ops that draw from the generator the
+    // host initialisation uses (Flex's, shared by the process): run them now, while the caller
+    // holds the host generator, so that they cannot interleave with another thread's draws.
+    B::sync(device).context("the device failed while loading the initial weights")?;
+    Ok(model)
 }

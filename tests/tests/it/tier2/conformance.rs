@@ -1,11 +1,13 @@
 //! One `#[test]` per op family and backend stack.
 //!
-//! The six stacks are the ones burnacc ships or builds on (DESIGN.md §2); adding a stack is one
+//! The stacks are the ones burnacc ships or builds on (DESIGN.md §2); adding a stack is one
 //! `suite!` line, but each one compiles every check once more, so keep the list short.
 
+use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex, NdArray, Wgpu};
 use burnacc_backend::Acc;
+use burnacc_fusion::CpuFused;
 use burnacc_tests::conformance::{Stack, families, run_family};
 use std::sync::{Mutex, MutexGuard};
 
@@ -73,8 +75,17 @@ suite!(
     flex: Autodiff<Flex>, Stack::Plain, Default::default()
 );
 suite!(
-    /// burnacc's CPU stack.
+    /// `Acc` below autodiff over Flex.
     acc_flex: Autodiff<Acc<Flex>>, Stack::Acc, Default::default()
+);
+suite!(
+    /// burnacc's CPU stack as `train` builds it: `Acc` above autodiff over Burn's fusion on
+    /// burnacc's CPU backend.
+    shipped_acc_cpu: Acc<Autodiff<CpuFused, BalancedCheckpointing>>, Stack::AccAboveAutodiff, Default::default()
+);
+suite!(
+    /// burnacc's wgpu stack as `train` builds it.
+    shipped_acc_wgpu: Acc<Autodiff<Wgpu, BalancedCheckpointing>>, Stack::AccAboveAutodiff, WgpuDevice::default(), wgpu_lock
 );
 suite!(
     /// Acc over a second, independent CPU backend.
@@ -91,4 +102,9 @@ suite!(
 suite!(
     /// burnacc's wgpu stack ("acc" mode).
     acc_wgpu: Autodiff<Acc<Wgpu>>, Stack::Acc, WgpuDevice::default(), wgpu_lock
+);
+suite!(
+    /// burnacc's CPU backend under Burn's fusion, without `Acc` (the inner stack of `acc` on
+    /// the CPU, and `fused` on the CPU).
+    cpu_fused: Autodiff<CpuFused>, Stack::Plain, Default::default()
 );

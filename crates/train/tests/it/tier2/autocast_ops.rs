@@ -2,18 +2,16 @@
 //! precision (counted by `Acc`), the ops of the f32 list run in f32, and parameters still get
 //! f32 gradients.
 
-use burn::backend::Autodiff;
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::flex::{Flex, FlexDevice};
+use burn::backend::flex::FlexDevice;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{DType, Distribution, FloatDType, Int, Tensor, TensorData};
 use burnacc_amp::policy::{FLOAT32_OPS, LOWER_PRECISION_OPS};
-use burnacc_backend::Acc;
 use burnacc_backend::autocast::autocast;
 use burnacc_backend::counters;
 use burnacc_models::ResNetConfig;
+use burnacc_train::stack::CpuAccBackend;
 
-type B = Acc<Autodiff<Flex, BalancedCheckpointing>>;
+type B = CpuAccBackend;
 
 #[test]
 fn every_conv_and_linear_of_resnet50_runs_in_half() {

@@ -4,16 +4,13 @@
 //! blocks keep for backward (measured: 50 %; the basic blocks of a ResNet-18 keep little
 //! besides their output under `BalancedCheckpointing`, ResNet-50's bottlenecks 41 %).
 
-use burn::backend::Autodiff;
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::flex::Flex;
 use burn::tensor::{Distribution, Tensor};
-use burnacc_backend::Acc;
 use burnacc_checkpoint::CheckpointTape;
 use burnacc_checkpoint::heap::host_heap;
 use burnacc_models::{ResNet, ResNetConfig};
+use burnacc_train::stack::CpuAccBackend;
 
-type B = Acc<Autodiff<Flex, BalancedCheckpointing>>;
+type B = CpuAccBackend;
 
 /// Bytes allocated by the blocks and still in use after them (tape and output alive).
 fn retained_by_blocks(model: &ResNet<B>, images: Tensor<B, 4>, checkpointed: bool) -> u64 {

@@ -2,18 +2,17 @@
 //! batch-norm running statistics as the plain ResNet, in f32 and under bf16 autocast.
 
 use burn::backend::Autodiff;
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::flex::Flex;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
-use burnacc_backend::Acc;
 use burnacc_backend::autocast::autocast;
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burnacc_models::{ResNet, ResNetConfig};
 use burnacc_tests::rng::HostRng;
+use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::trainer::forward_selected;
 
 /// Every float tensor of the model (parameters and running statistics) and every parameter
@@ -138,18 +137,18 @@ fn checkpointed_blocks_give_the_plain_gradients_on_autodiff() {
 
 #[test]
 fn checkpointed_blocks_give_the_plain_gradients_on_acc() {
-    same_as_plain::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None);
+    same_as_plain::<CpuAccBackend>(None);
 }
 
 #[test]
 fn checkpointed_blocks_give_the_plain_gradients_under_autocast() {
-    same_as_plain::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(Some(FloatDType::BF16));
+    same_as_plain::<CpuAccBackend>(Some(FloatDType::BF16));
 }
 
 #[test]
 fn some_checkpointed_blocks_give_the_plain_gradients() {
     // Plain blocks between checkpointed ones are back-propagated as segments of the tape.
-    same_as_plain_with::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None, &|i| i % 2 == 1);
-    same_as_plain_with::<Acc<Autodiff<Flex, BalancedCheckpointing>>>(None, &|i| i % 2 == 0);
+    same_as_plain_with::<CpuAccBackend>(None, &|i| i % 2 == 1);
+    same_as_plain_with::<CpuAccBackend>(None, &|i| i % 2 == 0);
     same_as_plain_with::<Autodiff<Flex>>(None, &|i| i >= 5);
 }

@@ -6,21 +6,19 @@
 //! - bf16 autocast with loss scaling (the all-reduce before the unscale, as PyTorch DDP under
 //!   AMP): the peers stay bit-identical to each other and within bf16's rounding of one device.
 
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::{Autodiff, Flex};
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig, Relu};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorData};
-use burnacc_backend::Acc;
 use burnacc_ddp::{PeerConfig, run_local_peers};
 use burnacc_tests::rng::HostRng;
 use burnacc_train::recipe::{Recipe, parse_recipe};
+use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::trainer::Stepper;
 use std::path::Path;
 
 /// The CPU acc stack's backend, and the inner backend its gradients live on.
-type B = Acc<Autodiff<Flex, BalancedCheckpointing>>;
+type B = CpuAccBackend;
 type Inner = <B as AutodiffBackend>::InnerBackend;
 
 const ROWS: usize = 8;

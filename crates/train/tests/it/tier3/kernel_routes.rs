@@ -5,7 +5,7 @@
 //! ran.
 
 use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::{Autodiff, Flex, Wgpu};
+use burn::backend::{Autodiff, Wgpu};
 use burn::module::Param;
 use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -15,6 +15,7 @@ use burnacc_kernels::layer_norm::{layer_norm_backward_launches, layer_norm_forwa
 use burnacc_tests::rng::HostRng;
 use burnacc_train::recipe::KernelsSection;
 use burnacc_train::recipe::{DeviceSpec, Mode};
+use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::stack::Stack;
 use burnacc_train::stack::route_kernels;
 
@@ -118,8 +119,7 @@ fn the_route_runs_the_fused_kernels_on_wgpu() {
 
 #[test]
 fn the_route_runs_one_autodiff_node_on_the_cpu() {
-    type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    let calls = routed_equals_plain::<Acc<Inner>>(
+    let calls = routed_equals_plain::<CpuAccBackend>(
         Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &Default::default(),
     );
@@ -217,8 +217,7 @@ fn activations_routed_equal_plain<B: AutodiffBackend>(stack: Stack, device: &B::
 
 #[test]
 fn routed_activations_match_burns_ops_on_the_cpu() {
-    type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    activations_routed_equal_plain::<Acc<Inner>>(
+    activations_routed_equal_plain::<CpuAccBackend>(
         Stack::new(Mode::Acc, DeviceSpec::Cpu),
         &Default::default(),
     );

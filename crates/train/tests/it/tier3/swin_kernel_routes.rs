@@ -7,7 +7,7 @@
 //! windows (padded to 12×12, shifted by 2), then a 5×5 map (padded to 8×8, shifted by 2).
 
 use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::{Autodiff, Flex, Wgpu};
+use burn::backend::{Autodiff, Wgpu};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use burnacc_backend::{Acc, counters};
@@ -15,6 +15,7 @@ use burnacc_models::swin::{SwinConfig, SwinTransformer};
 use burnacc_tests::rng::HostRng;
 use burnacc_train::recipe::KernelsSection;
 use burnacc_train::recipe::{DeviceSpec, Mode};
+use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::stack::Stack;
 use burnacc_train::stack::route_kernels;
 
@@ -150,8 +151,10 @@ fn routed_equals_plain<B: AutodiffBackend>(stack: Stack, device: &B::Device) {
 
 #[test]
 fn routed_swin_ops_match_the_models_ops_on_the_cpu() {
-    type Inner = Autodiff<Flex, BalancedCheckpointing>;
-    routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Cpu), &Default::default());
+    routed_equals_plain::<CpuAccBackend>(
+        Stack::new(Mode::Acc, DeviceSpec::Cpu),
+        &Default::default(),
+    );
 }
 
 #[test]

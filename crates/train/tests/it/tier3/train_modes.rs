@@ -1,5 +1,5 @@
 //! Tier 3: a few ResNet-18 training steps on every stack this build has; the loss goes down,
-//! `acc` on the CPU is bit-identical to `eager` (nothing enabled), and the modes agree.
+//! `acc` on the CPU tracks `eager` to f32 rounding, and the modes agree.
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexDevice;
@@ -8,6 +8,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burnacc_datasets::{
     ImageFolder, ImageFolderConfig, ImageTransform, Loader, LoaderConfig, Normalize, TransformMode,
 };
+use burnacc_tests::tolerance::{OpKind, Pass, Precision, tolerance};
 use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::{Stack, resolve_stack};
 use burnacc_train::trainer::{RunOptions, evaluate, model_config, run_checked};
@@ -57,11 +58,16 @@ fn every_mode_trains_and_the_modes_agree() {
             l[0]
         );
     }
-    // Nothing enabled: Acc<Flex> computes exactly what Flex computes.
-    assert_eq!(
-        runs[0].2, runs[1].2,
-        "Acc<Flex> must be bit-identical to Flex"
-    );
+    // The CPU acc stack computes the convolution backward as one matrix product (another
+    // summation order than Flex's): its losses track eager's to f32 rounding of contractions.
+    let contraction = tolerance(OpKind::Contraction, Precision::F32, Pass::Backward);
+    for (step, (a, b)) in runs[1].2.iter().zip(&runs[0].2).enumerate() {
+        assert!(
+            contraction.excess(*a, *b) <= 1.0,
+            "acc cpu step {}: loss {a} vs eager cpu {b} ({contraction:?})",
+            step + 1
+        );
+    }
     // Fusion regroups float ops, and Flex and wgpu use different conv/matmul algorithms:
     // rounding differences grow over the steps, but the trajectories stay together.
     for (stack, _, l) in &runs[2..] {

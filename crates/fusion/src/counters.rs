@@ -1,0 +1,59 @@
+//! Counters that prove which of burnacc's CPU kernels and fused optimizations ran.
+//!
+//! Process-wide (the fusion stream may execute on any thread); tests compare readings taken
+//! before and after the work they check.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One counter.
+pub struct Counter {
+    name: &'static str,
+    value: AtomicU64,
+}
+
+impl Counter {
+    const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            value: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds one.
+    pub fn bump(&self) {
+        self.value.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls so far.
+    pub fn get(&self) -> u64 {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    /// The counter's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Element-wise binary ops (add, sub, mul, div) with broadcast or strided f32 inputs, run by
+/// burnacc's strided kernel instead of Flex's per-element index iterator.
+pub static BROADCAST_BINARY: Counter = Counter::new("cpu_broadcast_binary");
+/// Convolution input gradients computed as one matrix product + col2im.
+pub static CONV2D_X_BACKWARD: Counter = Counter::new("cpu_conv2d_x_backward");
+/// Convolution weight gradients computed as one matrix product over im2col columns.
+pub static CONV2D_WEIGHT_BACKWARD: Counter = Counter::new("cpu_conv2d_weight_backward");
+/// Fused element-wise chains executed (one per execution of an optimization).
+pub static FUSED_ELEMENTWISE: Counter = Counter::new("cpu_fused_elementwise");
+/// Ops executed inside fused element-wise chains.
+pub static FUSED_ELEMENTWISE_OPS: Counter = Counter::new("cpu_fused_elementwise_ops");
+
+/// Every counter, for reports.
+pub fn all() -> [&'static Counter; 5] {
+    [
+        &BROADCAST_BINARY,
+        &CONV2D_X_BACKWARD,
+        &CONV2D_WEIGHT_BACKWARD,
+        &FUSED_ELEMENTWISE,
+        &FUSED_ELEMENTWISE_OPS,
+    ]
+}

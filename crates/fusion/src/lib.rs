@@ -1,0 +1,21 @@
+//! burnacc's graph-level fusion.
+//!
+//! [`CpuFlex`] is burnacc's CPU backend: Flex (Burn's CPU backend) with its primitive types and
+//! every op, except where burnacc has a faster one (element-wise ops that broadcast or read
+//! strided inputs, the convolution backward as one large matrix product), and with Burn's
+//! fusion IR (`BackendIr`) and a fusion runtime ([`CpuFusionRuntime`]), so that
+//! `Fusion<CpuFlex>` records every op in Burn's fusion stream and burnacc's fusers run
+//! recognised op sequences as single passes over memory.
+//!
+//! Shapes and dtypes: everything Flex stores (f32, f64, f16, bf16, ints, bools); burnacc's
+//! kernels compute f32 tensors and leave other dtypes to Flex.
+
+pub mod counters;
+pub mod cpu;
+pub mod kernels;
+
+pub use burn_fusion::Fusion;
+pub use cpu::{CpuFlex, CpuFusionRuntime};
+
+/// Burn's fusion over burnacc's CPU backend: the inner backend of the CPU `acc` stack.
+pub type CpuFused = Fusion<CpuFlex>;
