@@ -4,11 +4,11 @@
 //! |-------|--------------------------------------------|---------------------------------------------------|
 //! | eager | `Autodiff<Flex>`                           | `Autodiff<CubeBackend<R>>`                        |
 //! | fused | —                                          | `Autodiff<Fusion<CubeBackend<R>>>`                |
-//! | acc   | `Acc<Autodiff<Fusion<CpuFlex>, Balanced>>` | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>` |
+//! | acc   | `Acc<Autodiff<CpuFlex, Balanced>>`         | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>` |
 //!
 //! `CpuFlex` (burnacc-fusion) is Flex with burnacc's CPU kernels (broadcasting element-wise
 //! ops, the convolution backward as one matrix product) and Burn's fusion IR, so that
-//! `Fusion<CpuFlex>` runs burnacc's fusers.
+//! `Fusion<CpuFlex>` can run burnacc's fusers.
 //!
 //! Each stack is a type implementing [`BackendStack`] (its autodiff backend, device, memory
 //! reading and kernel installation) in this folder: `cpu.rs`, `wgpu.rs`, `cuda.rs`.

@@ -7,7 +7,7 @@ use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex, NdArray, Wgpu};
 use burnacc_backend::Acc;
-use burnacc_fusion::CpuFused;
+use burnacc_fusion::{CpuFlex, CpuFused};
 use burnacc_tests::conformance::{Stack, families, run_family};
 use std::sync::{Mutex, MutexGuard};
 
@@ -79,9 +79,9 @@ suite!(
     acc_flex: Autodiff<Acc<Flex>>, Stack::Acc, Default::default()
 );
 suite!(
-    /// burnacc's CPU stack as `train` builds it: `Acc` above autodiff over Burn's fusion on
-    /// burnacc's CPU backend.
-    shipped_acc_cpu: Acc<Autodiff<CpuFused, BalancedCheckpointing>>, Stack::AccAboveAutodiff, Default::default()
+    /// burnacc's CPU stack as `train` builds it: `Acc` above autodiff over burnacc's CPU
+    /// backend.
+    shipped_acc_cpu: Acc<Autodiff<CpuFlex, BalancedCheckpointing>>, Stack::AccAboveAutodiff, Default::default()
 );
 suite!(
     /// burnacc's wgpu stack as `train` builds it.
@@ -104,7 +104,7 @@ suite!(
     acc_wgpu: Autodiff<Acc<Wgpu>>, Stack::Acc, WgpuDevice::default(), wgpu_lock
 );
 suite!(
-    /// burnacc's CPU backend under Burn's fusion, without `Acc` (the inner stack of `acc` on
-    /// the CPU, and `fused` on the CPU).
+    /// burnacc's CPU backend under Burn's fusion (`burnacc_fusion::CpuFused`), the runtime
+    /// burnacc's CPU fusers plug into.
     cpu_fused: Autodiff<CpuFused>, Stack::Plain, Default::default()
 );

@@ -3,8 +3,8 @@
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
-use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::TensorData;
+use burn::tensor::ops::FloatTensorOps;
 use burnacc_fusion::CpuFlex;
 use burnacc_fusion::counters::BROADCAST_BINARY;
 use burnacc_tests::rng::HostRng;
@@ -34,8 +34,15 @@ fn check(name: &str, a: FlexTensor, b: FlexTensor) {
     for (op, ours, flex) in ops {
         let before = BROADCAST_BINARY.get();
         let got = ours(a.clone(), b.clone());
-        assert_eq!(BROADCAST_BINARY.get() - before, 1, "{name} {op}: the kernel did not run");
-        assert_eq!(got.layout().shape(), flex(a.clone(), b.clone()).layout().shape());
+        assert_eq!(
+            BROADCAST_BINARY.get() - before,
+            1,
+            "{name} {op}: the kernel did not run"
+        );
+        assert_eq!(
+            got.layout().shape(),
+            flex(a.clone(), b.clone()).layout().shape()
+        );
         let expected = values(flex(a.clone(), b.clone()));
         assert_eq!(values(got), expected, "{name} {op}");
     }
@@ -52,8 +59,16 @@ fn broadcast_channels_like_batch_norm() {
 
 #[test]
 fn broadcast_rows_and_columns() {
-    check("[33, 1] op [1, 127]", tensor(&[33, 1], 3), tensor(&[1, 127], 4));
-    check("[4097, 7] op [1, 7]", tensor(&[4097, 7], 5), tensor(&[1, 7], 6));
+    check(
+        "[33, 1] op [1, 127]",
+        tensor(&[33, 1], 3),
+        tensor(&[1, 127], 4),
+    );
+    check(
+        "[4097, 7] op [1, 7]",
+        tensor(&[4097, 7], 5),
+        tensor(&[1, 7], 6),
+    );
 }
 
 #[test]
