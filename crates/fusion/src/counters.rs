@@ -42,18 +42,3 @@ pub static BROADCAST_BINARY: Counter = Counter::new("cpu_broadcast_binary");
 pub static CONV2D_X_BACKWARD: Counter = Counter::new("cpu_conv2d_x_backward");
 /// Convolution weight gradients computed as one matrix product over im2col columns.
 pub static CONV2D_WEIGHT_BACKWARD: Counter = Counter::new("cpu_conv2d_weight_backward");
-/// Fused element-wise chains executed (one per execution of an optimization).
-pub static FUSED_ELEMENTWISE: Counter = Counter::new("cpu_fused_elementwise");
-/// Ops executed inside fused element-wise chains.
-pub static FUSED_ELEMENTWISE_OPS: Counter = Counter::new("cpu_fused_elementwise_ops");
-
-/// Every counter, for reports.
-pub fn all() -> [&'static Counter; 5] {
-    [
-        &BROADCAST_BINARY,
-        &CONV2D_X_BACKWARD,
-        &CONV2D_WEIGHT_BACKWARD,
-        &FUSED_ELEMENTWISE,
-        &FUSED_ELEMENTWISE_OPS,
-    ]
-}

@@ -151,15 +151,6 @@ impl<const K: usize> StridedPlan<K> {
     }
 }
 
-/// Row-major contiguous strides of `shape`.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![1isize; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1] as isize;
-    }
-    strides
-}
-
 /// The shape two operands broadcast to (same rank), or `None` when they do not.
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     if a.len() != b.len() {

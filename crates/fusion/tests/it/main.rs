@@ -3,4 +3,5 @@
 
 mod tier2 {
     mod broadcast_binary;
+    mod conv_backward;
 }
