@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """The PyTorch side of the scoreboard: the bench recipes' workloads in PyTorch.
 
-ResNet-50 (torchvision, SGD momentum 0.9, lr 0.1, weight decay 1e-4, channels-last) and
-BERT-base sequence classification (transformers, AdamW lr 2e-5, weight decay 0.01), on synthetic
-batches kept on the device, in f32 and under bf16 autocast, eager and with torch.compile —
-the same shapes and optimizers as configs/bench/*.toml. Each configuration runs in its own
-process with a time limit. Writes JSON lines with the fields of burnacc's `bench`
-(crates/train/src/bench/record.rs), so `bench --merge` shows both in one table and chart.
+ResNet-50 (torchvision, SGD momentum 0.9, lr 0.1, weight decay 1e-4, channels-last),
+BERT-base sequence classification (transformers, AdamW lr 2e-5, weight decay 0.01) and Swin-T
+(timm `swin_tiny_patch4_window7_224`, AdamW lr 1e-3, weight decay 0.05), on synthetic batches
+kept on the device, in f32 and under bf16 autocast, eager and with torch.compile — the same
+shapes and optimizers as configs/bench/*.toml (Swin-T only when --models names it). Each
+configuration runs in its own process with a time limit. Writes JSON lines with the fields of
+burnacc's `bench` (crates/train/src/bench/record.rs), so `bench --merge` shows both in one table
+and chart.
 
   python3 scripts/torch_bench.py --out torch.jsonl
   python3 scripts/torch_bench.py --models resnet50 --resnet-batch 2 --image-size 64 \
       --modes eager --steps 2 --windows 1 --out /tmp/torch.jsonl     # CPU smoke run
+  python3 scripts/torch_bench.py --models swin-t --swin-batch 2 --modes eager \
+      --precisions f32 --steps 1 --windows 1 --out /tmp/swin.jsonl   # Swin-T on the CPU
 """
 
 import argparse
@@ -61,7 +65,23 @@ def build(model_name, case, device):
             return m(input_ids=ids, attention_mask=mask, labels=labels).loss
 
         return model, optim, forward, batch, f"seq{seq}"
-    raise SystemExit(f"unknown model {model_name!r} (resnet50, bert-base)")
+    if model_name == "swin-t":
+        import timm
+
+        # The image size must suit patch 4 and window 7 (224 does), as burnacc requires.
+        batch, size = case["swin_batch"], case["swin_image_size"]
+        model = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False,
+                                  num_classes=1000, img_size=size).to(device)
+        x = torch.randn(batch, 3, size, size, device=device)
+        y = torch.arange(batch, device=device) % 1000
+        optim = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def forward(m):
+            return loss_fn(m(x), y)
+
+        return model, optim, forward, batch, f"{size}px"
+    raise SystemExit(f"unknown model {model_name!r} (resnet50, bert-base, swin-t)")
 
 
 def one(case, started):
@@ -141,7 +161,8 @@ def last_record(stdout):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="resnet50,bert-base")
+    p.add_argument("--models", default="resnet50,bert-base",
+                   help="comma-separated: resnet50, bert-base, swin-t")
     p.add_argument("--modes", default="eager,compile")
     p.add_argument("--precisions", default="f32,bf16")
     p.add_argument("--cases", help="mode:precision pairs instead of --modes × --precisions, "
@@ -150,6 +171,8 @@ def main():
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--bert-batch", type=int, default=128)
     p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--swin-batch", type=int, default=128)
+    p.add_argument("--swin-image-size", type=int, default=224)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--windows", type=int, default=3)

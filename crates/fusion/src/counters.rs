@@ -42,3 +42,19 @@ pub static BROADCAST_BINARY: Counter = Counter::new("cpu_broadcast_binary");
 pub static CONV2D_X_BACKWARD: Counter = Counter::new("cpu_conv2d_x_backward");
 /// Convolution weight gradients computed as one matrix product over im2col columns.
 pub static CONV2D_WEIGHT_BACKWARD: Counter = Counter::new("cpu_conv2d_weight_backward");
+/// LayerNorm forwards (with their statistics) run as one pass per row.
+pub static LAYER_NORM_FORWARD: Counter = Counter::new("cpu_layer_norm_forward");
+/// LayerNorm backwards (dx, dgamma, dbeta) run as one pass per row.
+pub static LAYER_NORM_BACKWARD: Counter = Counter::new("cpu_layer_norm_backward");
+/// Bias + GELU and QuickGELU forwards run as one pass.
+pub static GELU_FORWARD: Counter = Counter::new("cpu_gelu_forward");
+/// Bias + GELU and QuickGELU backwards (with the bias gradient) run as one pass.
+pub static GELU_BACKWARD: Counter = Counter::new("cpu_gelu_backward");
+/// Bias + dropout + residual-add forwards run as one pass.
+pub static BIAS_DROPOUT_ADD_FORWARD: Counter = Counter::new("cpu_bias_dropout_add_forward");
+/// Bias + dropout + residual-add backwards run as one pass.
+pub static BIAS_DROPOUT_ADD_BACKWARD: Counter = Counter::new("cpu_bias_dropout_add_backward");
+/// Swin window-attention softmaxes (bias gathered, mask added) run as one pass.
+pub static WINDOW_SOFTMAX_FORWARD: Counter = Counter::new("cpu_window_softmax_forward");
+/// Softmax backwards run as one pass.
+pub static WINDOW_SOFTMAX_BACKWARD: Counter = Counter::new("cpu_window_softmax_backward");

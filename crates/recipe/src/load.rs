@@ -39,7 +39,11 @@ pub fn parse_recipe(text: &str, file: &Path, sets: &[String]) -> Result<Recipe, 
             message,
         })?;
     }
-    let recipe: Recipe =
+    let kernels_given: Vec<String> = match table.get("kernels") {
+        Some(toml::Value::Table(kernels)) => kernels.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let mut recipe: Recipe =
         serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             // The deserializer appends "in `section`" on later lines: the key already says it.
             let message = e
@@ -55,6 +59,9 @@ pub fn parse_recipe(text: &str, file: &Path, sets: &[String]) -> Result<Recipe, 
                 message,
             }
         })?;
+    recipe
+        .kernels
+        .apply_mode_defaults(recipe.backend.mode, recipe.optim.name, &kernels_given);
     validate(&recipe).map_err(|(key, message)| RecipeError::Key {
         file: file.to_owned(),
         key: key.to_owned(),

@@ -60,8 +60,10 @@ impl Default for DdpSection {
     }
 }
 
-/// `[kernels]`: which of burnacc's fused kernels replace the ops they implement (all off by
-/// default, like TorchAcc's `enable_fused_*` hooks).
+/// `[kernels]`: which of burnacc's fused kernels replace the ops they implement. In mode acc
+/// every key the recipe leaves out is on (the optimizer keys when their optimizer is the
+/// recipe's), so `acc` is accelerated as shipped and a key set to `false` opts out; in other
+/// modes every key is off and setting one is refused.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KernelsSection {
@@ -91,6 +93,11 @@ pub struct KernelsSection {
     /// the kernel) and the shifted-window mask and takes the softmax in one fused op, forward
     /// and backward (`burnacc_backend::fused::window_softmax`; TorchAcc's `FusedSwinFmha`).
     pub swin_fmha: bool,
+    /// The keys switched on by mode acc's defaults rather than by the recipe (dotted, e.g.
+    /// `"kernels.layer_norm"`): a model that never calls their kernel is not reported, as a
+    /// key the recipe switched on itself is.
+    #[serde(skip)]
+    pub by_default: Vec<&'static str>,
 }
 
 impl KernelsSection {
@@ -107,17 +114,59 @@ impl KernelsSection {
         Self::default().flags().map(|(key, _)| key).to_vec()
     }
 
-    fn flags(&self) -> [(&'static str, bool); 8] {
+    /// Mode acc's defaults: switches on every key not in `set` (the keys the recipe gives),
+    /// the optimizer keys only for their optimizer, and records them in
+    /// [`Self::by_default`]. Other modes keep every key as given.
+    pub fn apply_mode_defaults(&mut self, mode: Mode, optimizer: OptimizerName, set: &[String]) {
+        if mode != Mode::Acc {
+            return;
+        }
+        let applies = |key: &str| match key {
+            "kernels.adam" => matches!(optimizer, OptimizerName::Adam | OptimizerName::Adamw),
+            "kernels.sgd" => optimizer == OptimizerName::Sgd,
+            _ => true,
+        };
+        let given = |key: &str| set.iter().any(|s| s == key.trim_start_matches("kernels."));
+        let mut by_default = Vec::new();
+        for (key, flag) in self.flags_mut() {
+            if applies(key) && !given(key) {
+                *flag = true;
+                by_default.push(key);
+            }
+        }
+        self.by_default = by_default;
+    }
+
+    /// The keys the recipe switched on itself: mode acc's defaults switched off again. A run
+    /// on a stack of another mode (a test or benchmark running one recipe in several modes)
+    /// keeps only these, and is refused if any is on.
+    pub fn without_defaults(&self) -> Self {
+        let mut explicit = self.clone();
+        for (key, flag) in explicit.flags_mut() {
+            if self.by_default.contains(&key) {
+                *flag = false;
+            }
+        }
+        explicit.by_default.clear();
+        explicit
+    }
+
+    fn flags_mut(&mut self) -> [(&'static str, &mut bool); 8] {
         [
-            ("kernels.layer_norm", self.layer_norm),
-            ("kernels.adam", self.adam),
-            ("kernels.sgd", self.sgd),
-            ("kernels.bias_gelu", self.bias_gelu),
-            ("kernels.quick_gelu", self.quick_gelu),
-            ("kernels.bias_dropout_add", self.bias_dropout_add),
-            ("kernels.window_process", self.window_process),
-            ("kernels.swin_fmha", self.swin_fmha),
+            ("kernels.layer_norm", &mut self.layer_norm),
+            ("kernels.adam", &mut self.adam),
+            ("kernels.sgd", &mut self.sgd),
+            ("kernels.bias_gelu", &mut self.bias_gelu),
+            ("kernels.quick_gelu", &mut self.quick_gelu),
+            ("kernels.bias_dropout_add", &mut self.bias_dropout_add),
+            ("kernels.window_process", &mut self.window_process),
+            ("kernels.swin_fmha", &mut self.swin_fmha),
         ]
+    }
+
+    fn flags(&self) -> [(&'static str, bool); 8] {
+        let mut copy = self.clone();
+        copy.flags_mut().map(|(key, flag)| (key, *flag))
     }
 }
 

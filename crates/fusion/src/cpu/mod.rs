@@ -3,6 +3,7 @@
 mod convert;
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
+pub mod host_memory;
 mod ir;
 mod kernels;
 pub mod overrides;

@@ -1,5 +1,10 @@
 //! burnacc's CPU kernels over Flex's buffers.
 
+pub mod bias_dropout_add;
 pub mod binary;
 pub mod conv_backward;
+pub mod gelu;
+pub mod layer_norm;
+pub mod rows;
+pub mod softmax;
 pub mod strided;

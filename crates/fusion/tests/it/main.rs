@@ -2,6 +2,12 @@
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
 mod tier2 {
+    mod autodiff_kernels;
+    mod bias_dropout_add;
     mod broadcast_binary;
     mod conv_backward;
+    mod gelu;
+    mod kernel_support;
+    mod layer_norm;
+    mod window_softmax;
 }

@@ -7,7 +7,7 @@
 //! [`install_acc_kernels`].
 
 use super::{BackendStack, Stack, StackDevice, StackTask, with_stack};
-use crate::recipe::KernelsSection;
+use crate::recipe::{KernelsSection, Mode};
 use burn::tensor::TensorMetadata;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
@@ -220,22 +220,34 @@ impl KernelRoutes {
     }
 }
 
-/// The `[kernels]` keys whose routes are installed on this thread and were never taken: an
-/// acceleration switched on that never ran, reported at the end of a run.
-pub fn unused_kernels() -> Vec<UnusedKernel> {
+/// The `[kernels]` keys the recipe switched on whose routes are installed on this thread and
+/// were never taken: an acceleration asked for that never ran, reported at the end of a run.
+/// Keys on by mode acc's default ([`KernelsSection::by_default`]) are not reported: they are
+/// on for every model, whichever ops it has.
+pub fn unused_kernels(kernels: &KernelsSection) -> Vec<UnusedKernel> {
     installed()
         .into_iter()
-        .filter(|&(_, calls)| calls == 0)
+        .filter(|&(key, calls)| calls == 0 && !kernels.by_default.contains(&key))
         .map(|(key, _)| UnusedKernel { key })
         .collect()
 }
 
 /// Installs what `kernels` switches on for `stack`, on this thread, while the returned routes
-/// live; refused (naming the first key) on a stack that cannot run burnacc's kernels.
+/// live; refused (naming the first key) on a stack that cannot run burnacc's kernels. On a
+/// stack of another mode than acc, mode acc's defaults do not apply
+/// ([`KernelsSection::without_defaults`]).
 pub fn route_kernels(
     stack: Stack,
     kernels: &KernelsSection,
 ) -> Result<KernelRoutes, KernelUnavailable> {
+    let explicit;
+    let kernels = match stack.mode() {
+        Mode::Acc => kernels,
+        _ => {
+            explicit = kernels.without_defaults();
+            &explicit
+        }
+    };
     with_stack(stack, InstallKernels(kernels)).map_err(|why| KernelUnavailable {
         key: kernels
             .enabled()

@@ -9,6 +9,7 @@ use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
 use burnacc_backend::Acc;
 use burnacc_fusion::CpuFlex;
+use burnacc_fusion::cpu::host_memory::reuse_freed_memory;
 
 /// `eager` on the CPU: `Autodiff<Flex>`, plain Burn.
 pub struct CpuEager;
@@ -37,7 +38,10 @@ impl BackendStack for CpuAcc {
     type Backend = Acc<Autodiff<CpuFlex, BalancedCheckpointing>>;
     const TYPE_NAME: &'static str = "Acc<Autodiff<CpuFlex, BalancedCheckpointing>>";
 
+    /// Also makes the process's allocator keep freed buffers for the next step
+    /// ([`reuse_freed_memory`]).
     fn device(_spec: DeviceSpec) -> StackDevice<Self> {
+        reuse_freed_memory();
         FlexDevice
     }
 

@@ -173,6 +173,7 @@ pub struct RunSummary {
 impl RunSummary {
     /// What a run of the recipe at `file` on `stack` with `data` produced.
     fn new(
+        recipe: &Recipe,
         file: &Path,
         run_dir: PathBuf,
         stack: Stack,
@@ -188,7 +189,7 @@ impl RunSummary {
             skipped_images: data.skipped(),
             padding: data.padding(),
             outcome,
-            unused_kernels: unused_kernels(),
+            unused_kernels: unused_kernels(&recipe.kernels),
         }
     }
 }
@@ -359,7 +360,14 @@ fn run_replica(
             peering,
         };
         let outcome = with_stack(stack, task)?;
-        return Ok(RunSummary::new(file, PathBuf::new(), stack, data, outcome));
+        return Ok(RunSummary::new(
+            recipe,
+            file,
+            PathBuf::new(),
+            stack,
+            data,
+            outcome,
+        ));
     }
     let root = recipe
         .train
@@ -407,7 +415,7 @@ fn run_replica(
             eval.samples
         );
     }
-    let summary = RunSummary::new(file, run_dir.clone(), stack, data, outcome);
+    let summary = RunSummary::new(recipe, file, run_dir.clone(), stack, data, outcome);
     for unused in &summary.unused_kernels {
         eprintln!("kernels: {unused}");
     }

@@ -1,6 +1,8 @@
 //! Tier 1: every shipped recipe parses, and bad recipes fail naming the key and the file.
 
-use burnacc_recipe::{AmpDtype, DeviceSpec, Mode, RecipeError, load_recipe, parse_recipe};
+use burnacc_recipe::{
+    AmpDtype, DeviceSpec, KernelsSection, Mode, RecipeError, load_recipe, parse_recipe,
+};
 use std::path::{Path, PathBuf};
 
 fn configs_dir() -> PathBuf {
@@ -245,6 +247,37 @@ fn kernel_keys_need_mode_acc() {
     assert_names(&error_of("", &["kernels.softmax=true"]), "kernels.softmax");
     let r = parse_recipe("[kernels]\nlayer_norm = true\n", Path::new("ok.toml"), &[]).unwrap();
     assert!(r.kernels.layer_norm);
+}
+
+#[test]
+fn mode_acc_switches_every_kernel_on_unless_the_recipe_opts_out() {
+    let parse = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        parse_recipe("", Path::new("ok.toml"), &sets).unwrap()
+    };
+    let all_but = |skip: &str| -> Vec<&str> {
+        KernelsSection::keys()
+            .into_iter()
+            .filter(|key| *key != skip)
+            .collect()
+    };
+    // The default recipe trains with SGD in mode acc: every key but Adam's.
+    let acc = parse(&[]);
+    assert_eq!(acc.kernels.enabled(), all_but("kernels.adam"));
+    assert_eq!(acc.kernels.by_default, acc.kernels.enabled());
+    let adamw = parse(&["optim.name=\"adamw\""]);
+    assert_eq!(adamw.kernels.enabled(), all_but("kernels.sgd"));
+    // A key the recipe gives is the recipe's: off when opted out, and not a default when on.
+    let opted_out = parse(&["kernels.layer_norm=false", "kernels.swin_fmha=true"]);
+    assert!(!opted_out.kernels.layer_norm);
+    assert!(opted_out.kernels.swin_fmha);
+    assert!(!opted_out.kernels.by_default.contains(&"kernels.layer_norm"));
+    assert!(!opted_out.kernels.by_default.contains(&"kernels.swin_fmha"));
+    for mode in ["eager", "fused"] {
+        let r = parse(&[&format!("backend.mode=\"{mode}\"")]);
+        assert!(r.kernels.enabled().is_empty(), "{mode}");
+        assert!(r.kernels.by_default.is_empty(), "{mode}");
+    }
 }
 
 #[test]

@@ -205,8 +205,12 @@ fn the_fused_layer_norm_trains_like_burns_layer_norm() {
     const STEPS: usize = 3;
     let fused_calls = || counters::snapshot().kernel("fused_layer_norm");
     let before = fused_calls();
-    let plain = losses(&run(root.path(), STEPS, &["model.dropout=0.0"]));
-    assert_eq!(fused_calls(), before, "the route is off by default");
+    let plain = losses(&run(
+        root.path(),
+        STEPS,
+        &["model.dropout=0.0", "kernels.layer_norm=false"],
+    ));
+    assert_eq!(fused_calls(), before, "the recipe opted out");
     let fused = losses(&run(
         root.path(),
         STEPS,
@@ -233,7 +237,20 @@ fn the_fused_feed_forward_ops_train_like_burns_ops() {
     let calls = |name| counters::snapshot().kernel(name);
     let (gelu_before, add_before) = (calls("fused_bias_gelu"), calls("fused_bias_dropout_add"));
     // Without dropout the fused ops compute what Burn's do; only rounding differs.
-    let plain = losses(&run(root.path(), STEPS, &["model.dropout=0.0"]));
+    let plain = losses(&run(
+        root.path(),
+        STEPS,
+        &[
+            "model.dropout=0.0",
+            "kernels.bias_gelu=false",
+            "kernels.bias_dropout_add=false",
+        ],
+    ));
+    assert_eq!(
+        (calls("fused_bias_gelu"), calls("fused_bias_dropout_add")),
+        (gelu_before, add_before),
+        "the recipe opted out"
+    );
     let fused = losses(&run(
         root.path(),
         STEPS,
@@ -276,8 +293,12 @@ fn the_fused_quick_gelu_trains_like_burns_ops() {
     let calls = || counters::snapshot().kernel("fused_quick_gelu");
     let before = calls();
     let quick = ["model.dropout=0.0", "model.hidden_act=quick-gelu"];
-    let plain = losses(&run(root.path(), STEPS, &quick));
-    assert_eq!(calls(), before, "the route is off by default");
+    let plain = losses(&run(
+        root.path(),
+        STEPS,
+        &[quick[0], quick[1], "kernels.quick_gelu=false"],
+    ));
+    assert_eq!(calls(), before, "the recipe opted out");
     let fused = losses(&run(
         root.path(),
         STEPS,
