@@ -58,3 +58,8 @@ pub static BIAS_DROPOUT_ADD_BACKWARD: Counter = Counter::new("cpu_bias_dropout_a
 pub static WINDOW_SOFTMAX_FORWARD: Counter = Counter::new("cpu_window_softmax_forward");
 /// Softmax backwards run as one pass.
 pub static WINDOW_SOFTMAX_BACKWARD: Counter = Counter::new("cpu_window_softmax_backward");
+/// Batched matrix products against one shared matrix run as one product over the folded
+/// batch (`[batch · M, K] × [K, N]`).
+pub static MATMUL_FOLDED_BATCH: Counter = Counter::new("cpu_matmul_folded_batch");
+/// f32 Bernoulli tensors (dropout and drop-path masks) drawn with burnacc's counter-based hash.
+pub static BERNOULLI_F32: Counter = Counter::new("cpu_bernoulli_f32");

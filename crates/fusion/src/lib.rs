@@ -2,7 +2,9 @@
 //!
 //! [`CpuFlex`] is burnacc's CPU backend: Flex (Burn's CPU backend) with its primitive types and
 //! every op, except where burnacc has a faster one (element-wise ops that broadcast or read
-//! strided inputs, the convolution backward as one large matrix product), and with Burn's
+//! strided inputs, the convolution backward as one large matrix product, a batch of products
+//! against one matrix as one product, Bernoulli masks, GELU, and burnacc's fused kernels:
+//! LayerNorm, bias + GELU, bias + dropout + add, Swin's window softmax), and with Burn's
 //! fusion IR (`BackendIr`) and a fusion runtime ([`CpuFusionRuntime`]), so that
 //! `Fusion<CpuFlex>` records every op in Burn's fusion stream and burnacc's fusers run
 //! recognised op sequences as single passes over memory.

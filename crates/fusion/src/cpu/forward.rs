@@ -3,7 +3,7 @@
 //!
 //! `CpuFlex` shares Flex's primitive types, so each method is a plain call of Flex's op;
 //! the ops in `super::overrides` are burnacc's own (broadcasting element-wise ops,
-//! convolution backward).
+//! convolution backward, batched products against one matrix, Bernoulli draws, GELU).
 #![allow(unused_imports, clippy::too_many_arguments)]
 
 use super::{CpuFlex, convert, overrides};
@@ -21,7 +21,7 @@ use core::ops::Range;
 
 impl FloatTensorOps<Self> for CpuFlex {
     fn float_from_data(data: TensorData, device: &Device<Self>) -> FloatTensor<Self> { Flex::float_from_data(data, device) }
-    fn float_random(shape: Shape, distribution: Distribution, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_random(shape, distribution, device, dtype) }
+    fn float_random(shape: Shape, distribution: Distribution, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { overrides::float_random(shape, distribution, device, dtype) }
     fn float_zeros(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_zeros(shape, device, dtype) }
     fn float_ones(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_ones(shape, device, dtype) }
     fn float_full(shape: Shape, fill_value: Scalar, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_full(shape, fill_value, device, dtype) }
@@ -44,7 +44,7 @@ impl FloatTensorOps<Self> for CpuFlex {
     fn float_div_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_div_scalar(lhs, rhs) }
     fn float_remainder(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_remainder(lhs, rhs) }
     fn float_remainder_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_remainder_scalar(lhs, rhs) }
-    fn float_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_matmul(lhs, rhs) }
+    fn float_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_matmul(lhs, rhs) }
     fn float_cross(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>, dim: usize) -> FloatTensor<Self> { Flex::float_cross(lhs, rhs, dim) }
     fn float_neg(tensor: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_neg(tensor) }
     fn float_recip(tensor: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_recip(tensor) }
@@ -358,9 +358,9 @@ impl ActivationOps<Self> for CpuFlex {
     fn leaky_relu(tensor: FloatTensor<Self>, negative_slope: Scalar) -> FloatTensor<Self> { Flex::leaky_relu(tensor, negative_slope) }
     fn relu(tensor: FloatTensor<Self>) -> FloatTensor<Self> { Flex::relu(tensor) }
     fn relu_backward(output: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::relu_backward(output, grad) }
-    fn gelu(tensor: FloatTensor<Self>) -> FloatTensor<Self> { Flex::gelu(tensor) }
+    fn gelu(tensor: FloatTensor<Self>) -> FloatTensor<Self> { overrides::gelu(tensor) }
     fn prelu(tensor: FloatTensor<Self>, alpha: FloatTensor<Self>) -> FloatTensor<Self> { Flex::prelu(tensor, alpha) }
-    fn gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::gelu_backward(x, grad) }
+    fn gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::gelu_backward(x, grad) }
     fn sigmoid(tensor: FloatTensor<Self>) -> FloatTensor<Self> { Flex::sigmoid(tensor) }
     fn sigmoid_backward(output: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::sigmoid_backward(output, grad) }
     fn hard_sigmoid(tensor: FloatTensor<Self>, alpha: Scalar, beta: Scalar) -> FloatTensor<Self> { Flex::hard_sigmoid(tensor, alpha, beta) }

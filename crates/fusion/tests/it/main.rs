@@ -9,5 +9,6 @@ mod tier2 {
     mod gelu;
     mod kernel_support;
     mod layer_norm;
+    mod matmul_random;
     mod window_softmax;
 }

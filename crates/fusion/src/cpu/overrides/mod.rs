@@ -1,8 +1,14 @@
 //! `CpuFlex`'s own ops: burnacc's kernel where it is faster than Flex's, Flex's otherwise.
 //! Each kernel run bumps its counter (`crate::counters`).
 
+mod activation;
 mod binary;
 mod conv;
+mod matmul;
+mod random;
 
+pub use activation::{gelu, gelu_backward};
 pub use binary::{float_add, float_div, float_mul, float_sub};
 pub use conv::{conv2d_weight_backward, conv2d_x_backward};
+pub use matmul::float_matmul;
+pub use random::float_random;

@@ -196,3 +196,30 @@ fn f64_and_bf16_take_flexs_path() {
         );
     }
 }
+
+#[test]
+fn burn_s_gelu_op_runs_the_kernel_in_f32_and_flex_s_loop_otherwise() {
+    use burn::tensor::ops::ActivationOps;
+    let (x, grad) = inputs(&[37, 130], 40);
+    let y = once(&GELU_FORWARD, "gelu", || CpuFlex::gelu(x.clone()));
+    let expected = Flex::gelu(x.clone());
+    assert_close("gelu", y, expected, OpKind::Elementwise, Pass::Forward);
+    let dx = once(&GELU_BACKWARD, "gelu_backward", || {
+        CpuFlex::gelu_backward(x.clone(), grad.clone())
+    });
+    let expected = Flex::gelu_backward(x.clone(), grad.clone());
+    assert_close(
+        "gelu_backward",
+        dx,
+        expected,
+        OpKind::Elementwise,
+        Pass::Backward,
+    );
+    let (x, grad) = (cast(x, FloatDType::F64), cast(grad, FloatDType::F64));
+    let y = counted(&GELU_FORWARD, 0, "gelu f64", || CpuFlex::gelu(x.clone()));
+    assert_identical("gelu f64", y, Flex::gelu(x.clone()));
+    let dx = counted(&GELU_BACKWARD, 0, "gelu_backward f64", || {
+        CpuFlex::gelu_backward(x.clone(), grad.clone())
+    });
+    assert_identical("gelu_backward f64", dx, Flex::gelu_backward(x, grad));
+}
