@@ -45,6 +45,10 @@ pub fn for_each_row_chunk<T: Send>(
     rows_per_task: usize,
     task: impl Fn(usize, &mut [f32]) -> T + Sync,
 ) -> Vec<T> {
+    if out.is_empty() || width == 0 {
+        // No rows, or rows of nothing: no task (a chunk size of 0 is not one).
+        return Vec::new();
+    }
     out.par_chunks_mut(width * rows_per_task)
         .enumerate()
         .map(|(chunk, rows)| task(chunk * rows_per_task, rows))

@@ -27,7 +27,7 @@ pub fn window_softmax_forward(
     [_, heads, n, _]: [usize; 4],
 ) -> Vec<f32> {
     let mut probs = vec![0f32; scores.len()];
-    let num_windows = bias.mask.map_or(1, |m| m.len() / (n * n));
+    let num_windows = bias.mask.map_or(1, |m| (m.len() / (n * n).max(1)).max(1));
     for_each_row_chunk(&mut probs, n, rows_per_task(n), |first_row, out| {
         for (i, out) in out.chunks_mut(n).enumerate() {
             let row = first_row + i;
