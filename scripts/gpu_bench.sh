@@ -6,8 +6,9 @@
 #   scripts/gpu_bench.sh build     # here: CUDA build of bench, train, kernels into gpu-pack/
 #   scripts/gpu_bench.sh run       # on the GPU machine, from the repository root
 #
-# `run` writes results.jsonl, torch.jsonl, table.md, chart.png and machine.txt into $OUT
-# (default gpu-results/), then kernels.md: the kernel micro-benchmarks of burnacc-kernels
+# `run` writes burnacc/results.jsonl (burnacc alone, with its own table and chart), torch.jsonl,
+# then table.md, chart.png (both merged) and machine.txt into $OUT (default gpu-results/), then
+# kernels.md: the kernel micro-benchmarks of burnacc-kernels
 # (crates/kernels/benches/kernels.rs; fused kernels vs Burn, bandwidth vs copy; at most
 # KERNEL_TIMEOUT more seconds, KERNELS=0 skips them). It needs no Rust toolchain: the binaries
 # come from gpu-pack/ (built with CUDARC_CUDA_VERSION=13000 for a CUDA 13.0 driver); cubecl
