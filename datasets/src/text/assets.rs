@@ -153,3 +153,23 @@ pub fn rotten_tomatoes_file(dir: &Path, full: bool) -> Result<PathBuf, DataError
 pub fn rotten_tomatoes_present(dir: &Path) -> bool {
     rotten_tomatoes_path(dir, false).is_file() && rotten_tomatoes_path(dir, true).is_file()
 }
+
+/// For tests that need fetched text data (`present`: e.g. [`minilm_present`]): `true` when it
+/// is there. When it is not, under CI (the `CI` variable set) this panics naming `what`, `dir`
+/// and the fetch command, because a missing download must not pass as a skipped test;
+/// elsewhere it prints that the test is skipped and why, and returns `false`.
+pub fn fetched_or_skip(present: bool, what: &str, dir: &Path) -> bool {
+    if present {
+        return true;
+    }
+    let message = format!(
+        "{what} not in {} (run {})",
+        dir.display(),
+        super::checksum::FETCH_TEXT_DATA
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{message}: CI must fetch it");
+    }
+    eprintln!("skipped: {message}");
+    false
+}

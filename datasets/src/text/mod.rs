@@ -38,8 +38,9 @@ mod tokenizer;
 pub use assets::{
     MINILM_DIR, MINILM_HIDDEN_SIZE, MINILM_TOKENIZER_SHA256, MINILM_VOCAB_SHA256,
     MINILM_WEIGHTS_SHA256, MiniLmFiles, ROTTEN_TOMATOES_DIR, ROTTEN_TOMATOES_FILE,
-    ROTTEN_TOMATOES_FULL_FILE, ROTTEN_TOMATOES_FULL_SHA256, ROTTEN_TOMATOES_SHA256, minilm_present,
-    rotten_tomatoes_file, rotten_tomatoes_path, rotten_tomatoes_present, text_data_dir,
+    ROTTEN_TOMATOES_FULL_FILE, ROTTEN_TOMATOES_FULL_SHA256, ROTTEN_TOMATOES_SHA256,
+    fetched_or_skip, minilm_present, rotten_tomatoes_file, rotten_tomatoes_path,
+    rotten_tomatoes_present, text_data_dir,
 };
 pub use batch::{TextBatch, pack_batch, pad_batch};
 pub use checksum::{FETCH_TEXT_DATA, sha256_file, verify_sha256};

@@ -154,3 +154,26 @@ fn config_with_another_hidden_size_names_the_key() {
     assert!(matches!(err, DataError::Json { .. }), "{err}");
     assert!(err.to_string().contains("config.json"), "{err}");
 }
+
+/// Missing text data: a skip outside CI, a failure naming the fetch command under CI (`CI`
+/// set), so that a download that did not happen cannot pass there. Each environment checks
+/// its own branch.
+#[test]
+fn missing_text_data_fails_under_ci_and_is_skipped_elsewhere() {
+    use burnacc_datasets::text::fetched_or_skip;
+    let dir = std::path::Path::new("/nonexistent/text");
+    assert!(fetched_or_skip(true, "the corpus", dir));
+    let missing = std::panic::catch_unwind(|| fetched_or_skip(false, "the corpus", dir));
+    match std::env::var_os("CI") {
+        Some(_) => {
+            let payload = missing.expect_err("under CI, missing data must fail");
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_default();
+            assert!(message.contains("scripts/fetch_text_data.sh"), "{message}");
+            assert!(message.contains("/nonexistent/text"), "{message}");
+        }
+        None => assert!(!missing.expect("outside CI, missing data is a skip")),
+    }
+}

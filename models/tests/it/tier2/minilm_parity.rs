@@ -9,7 +9,7 @@
 use burn::backend::Flex;
 use burn::backend::flex::FlexDevice;
 use burn::tensor::{Int, Tensor, TensorData};
-use burnacc_datasets::text::{MiniLmFiles, minilm_present, text_data_dir};
+use burnacc_datasets::text::{MiniLmFiles, fetched_or_skip, minilm_present, text_data_dir};
 use burnacc_models::bert::{BertConfig, BertInput, BertModel, load_bert_model};
 use safetensors::SafeTensors;
 use safetensors::tensor::Dtype;
@@ -86,11 +86,7 @@ fn max_abs(values: impl Iterator<Item = f64>) -> f64 {
 #[test]
 fn imported_minilm_matches_transformers_on_real_tokens() {
     let dir = text_data_dir();
-    if !minilm_present(&dir) {
-        eprintln!(
-            "skipped: all-MiniLM-L6-v2 is not in {} (run scripts/fetch_text_data.sh)",
-            dir.display()
-        );
+    if !fetched_or_skip(minilm_present(&dir), "all-MiniLM-L6-v2", &dir) {
         return;
     }
     let files = MiniLmFiles::open(&dir).expect("published MiniLM files");

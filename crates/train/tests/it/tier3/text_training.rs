@@ -8,7 +8,9 @@
 
 use crate::common::{losses, rel};
 use burnacc_backend::counters;
-use burnacc_datasets::text::{minilm_present, rotten_tomatoes_present, text_data_dir};
+use burnacc_datasets::text::{
+    fetched_or_skip, minilm_present, rotten_tomatoes_present, text_data_dir,
+};
 use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
@@ -16,16 +18,15 @@ use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
 use std::path::Path;
 use std::sync::Mutex;
 
+/// Whether the text data is there; skips (and under CI fails) when it is not.
 fn data_present() -> bool {
     let dir = text_data_dir();
     let present = minilm_present(&dir) && rotten_tomatoes_present(&dir);
-    if !present {
-        eprintln!(
-            "skipped: text data not in {} (run scripts/fetch_text_data.sh)",
-            dir.display()
-        );
-    }
-    present
+    fetched_or_skip(
+        present,
+        "the MiniLM checkpoint and the Rotten Tomatoes corpus",
+        &dir,
+    )
 }
 
 /// MiniLM-L6 from its published weights, batches of 8 snippets cut to 32 tokens, AdamW,
