@@ -16,7 +16,7 @@ use crate::kernels::softmax::{WindowBias, softmax_backward, window_softmax_forwa
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::{Bytes, DType, Shape};
-use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, DropoutSeed};
+use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, read_seed};
 use burnacc_kernels::gelu::GeluKernel;
 use burnacc_kernels::layer_norm::LayerNormKernel;
 use burnacc_kernels::optim::{
@@ -178,7 +178,7 @@ impl BiasDropoutAddKernel for CpuFlex {
             return Flex::fused_bias_dropout_add(x, bias, residual, p, seed);
         }
         counters::BIAS_DROPOUT_ADD_FORWARD.bump();
-        let seed = host_seed(seed, p);
+        let seed = read_seed::<Flex>(seed, p);
         let bias = bias.as_ref().map(values);
         let y = bias_dropout_add_forward(
             &values(&x),
@@ -202,22 +202,12 @@ impl BiasDropoutAddKernel for CpuFlex {
         }
         counters::BIAS_DROPOUT_ADD_BACKWARD.bump();
         let (shape, width) = (grad_out.layout().shape().clone(), width(&grad_out));
-        let seed = host_seed(seed, p);
+        let seed = read_seed::<Flex>(seed, p);
         let (dx, dbias) = bias_dropout_add_backward(&values(&grad_out), width, p, seed, with_bias);
         (
             tensor(dx, shape),
             dbias.map(|d| tensor(d, Shape::new([width]))),
         )
-    }
-}
-
-/// The dropout seed as a host value (`CpuFlex`'s tensors are host memory; nothing to wait
-/// for); unused at `p = 0`.
-fn host_seed(seed: Option<FlexTensor>, p: f64) -> DropoutSeed {
-    match seed {
-        Some(seed) if p > 0.0 => DropoutSeed::from_data(&seed.into_data()),
-        None if p > 0.0 => panic!("bias_dropout_add: dropout with p = {p} needs a seed tensor"),
-        _ => DropoutSeed::default(),
     }
 }
 

@@ -10,7 +10,7 @@ use super::seed::DropoutSeed;
 /// The host value of the seed tensor, for the host mask. Reads it back (a synchronisation):
 /// only the CPU backends take the reference path, where that costs nothing. At `p = 0` nothing
 /// is read (there is no mask) and the seed may be absent; without one at `p > 0`, panics.
-pub(super) fn read_seed<B: Backend>(seed: Option<IntTensor<B>>, p: f64) -> DropoutSeed {
+pub fn read_seed<B: Backend>(seed: Option<IntTensor<B>>, p: f64) -> DropoutSeed {
     if p == 0.0 {
         return DropoutSeed::default();
     }

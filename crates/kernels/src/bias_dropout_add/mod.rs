@@ -48,6 +48,7 @@ pub mod reference;
 pub mod seed;
 
 pub use counters::{bias_dropout_add_backward_launches, bias_dropout_add_forward_launches};
+pub use fallback::read_seed;
 pub use launch::{bias_dropout_add_backward_cube, bias_dropout_add_forward_cube};
 pub use mask::{dropout_keep_mask, dropout_keep_mask_tensor};
 pub use reference::{
@@ -62,7 +63,6 @@ use burn::tensor::{Int, Shape, Tensor, TensorMetadata, TensorPrimitive};
 use burn_cubecl::{CubeBackend, tensor::CubeTensor};
 
 use crate::fallback::{as_rows, narrow, widen};
-use fallback::read_seed;
 use mask::check_probability;
 use seed::SEED_WORDS;
 

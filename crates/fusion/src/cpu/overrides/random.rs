@@ -14,10 +14,10 @@ use crate::counters::BERNOULLI_F32;
 use crate::kernels::rows::TASK_ELEMENTS;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexDevice, FlexTensor, Layout};
-use burn::tensor::ops::{FloatTensorOps, IntTensorOps};
-use burn::tensor::{Bytes, DType, Distribution, FloatDType, IntDType, Shape};
-use burnacc_kernels::bias_dropout_add::DropoutSeed;
+use burn::tensor::ops::FloatTensorOps;
+use burn::tensor::{Bytes, DType, Distribution, FloatDType, Shape};
 use burnacc_kernels::bias_dropout_add::mask::{MAX_MASK_ELEMENTS, dropout_hash, dropout_key};
+use burnacc_kernels::bias_dropout_add::{DropoutSeed, dropout_seed};
 use rayon::prelude::*;
 
 /// A random tensor of `shape` from `distribution`.
@@ -40,7 +40,8 @@ pub fn float_random(
 
 /// 1 with probability `p`, else 0, per element.
 fn bernoulli_f32(shape: Shape, p: f64, device: &FlexDevice) -> FlexTensor {
-    let key = dropout_key(DropoutSeed::from_words(seed_words(device)));
+    // The seed is drawn as the fused dropout draws its own: two words from Flex's generator.
+    let key = dropout_key(DropoutSeed::from_tensor(dropout_seed::<Flex>(device)));
     // Hashes below `p · 2³²` give 1 (all of them at p = 1, none at p = 0).
     let threshold = (p.clamp(0.0, 1.0) * 4_294_967_296.0).floor() as u64;
     let mut values = vec![0f32; shape.num_elements()];
@@ -59,20 +60,4 @@ fn bernoulli_f32(shape: Shape, p: f64, device: &FlexDevice) -> FlexTensor {
         Layout::contiguous(shape),
         DType::F32,
     )
-}
-
-/// Two 31-bit words from Flex's seeded generator.
-fn seed_words(device: &FlexDevice) -> [u32; 2] {
-    let words = Flex::int_random(
-        Shape::new([2]),
-        Distribution::Uniform(0.0, (1u64 << 31) as f64),
-        device,
-        IntDType::I64,
-    );
-    let words: Vec<i64> = words
-        .into_data()
-        .convert::<i64>()
-        .to_vec()
-        .expect("i64 words");
-    [0, 1].map(|i| words[i] as u32 & 0x7fff_ffff)
 }

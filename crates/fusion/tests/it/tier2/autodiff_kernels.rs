@@ -4,6 +4,7 @@
 //! gradient of every differentiable input compared; the counters say that `CpuFlex`'s forward
 //! and backward kernels ran (one call each way per op), and that Flex's run touched neither.
 
+use super::kernel_support::{relative_position_index, window_mask_values};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -234,17 +235,6 @@ fn bias_dropout_add_gradients_match_flex() {
 }
 
 /// timm's `relative_position_index` of a `wh × ww` window.
-fn relative_position_index(wh: i64, ww: i64) -> Vec<i64> {
-    let n = wh * ww;
-    let mut index = Vec::new();
-    for q in 0..n {
-        for k in 0..n {
-            index.push((q / ww - k / ww + wh - 1) * (2 * ww - 1) + (q % ww - k % ww + ww - 1));
-        }
-    }
-    index
-}
-
 /// `p = window_softmax(scores, table, index, mask)` over `windows` windows of `window`
 /// tokens and `heads` heads (mask of `windows / 2` windows, or none), loss `Σ p · w`:
 /// `[p, dscores, dtable]`.
@@ -265,24 +255,14 @@ fn window_softmax_run<B: SwinAttentionKernel>(
         [offsets, heads],
     )
     .require_grad();
-    let index = relative_position_index(window[0] as i64, window[1] as i64);
+    let index = relative_position_index(window);
     let index = Tensor::<Autodiff<B>, 1, Int>::from_data(
         TensorData::new(index, [n * n]),
         &Default::default(),
     );
     let mask = masked.then(|| {
         let num_windows = windows / 2;
-        let mut rng = HostRng::new(seed + 2);
-        let labels: Vec<bool> = (0..num_windows * n).map(|_| rng.below(2) == 0).collect();
-        let mut mask = Vec::with_capacity(num_windows * n * n);
-        for w in 0..num_windows {
-            for q in 0..n {
-                for k in 0..n {
-                    let same = labels[w * n + q] == labels[w * n + k];
-                    mask.push(if same { 0.0 } else { -100.0 });
-                }
-            }
-        }
+        let mask = window_mask_values(num_windows, n, seed + 2);
         tensor::<Autodiff<B>, 3>(&mask, [num_windows, n, n])
     });
     let w = tensor::<Autodiff<B>, 4>(&uniform(numel, seed + 3, -1.0, 1.0), dims);

@@ -130,3 +130,34 @@ pub fn counted<T>(counter: &Counter, calls: u64, what: &str, f: impl FnOnce() ->
 pub fn once<T>(counter: &Counter, what: &str, f: impl FnOnce() -> T) -> T {
     counted(counter, 1, what, f)
 }
+
+/// timm's `relative_position_index` of a `[wh, ww]` window: `[n · n]` rows of the
+/// `(2·wh − 1)(2·ww − 1)`-row bias table, `n = wh · ww`.
+pub fn relative_position_index(window: [usize; 2]) -> Vec<i64> {
+    let [wh, ww] = window.map(|s| s as i64);
+    let n = wh * ww;
+    let mut index = Vec::with_capacity((n * n) as usize);
+    for q in 0..n {
+        for k in 0..n {
+            index.push((q / ww - k / ww + wh - 1) * (2 * ww - 1) + (q % ww - k % ww + ww - 1));
+        }
+    }
+    index
+}
+
+/// A shifted-window mask `[num_windows, n, n]` as values: −100 between tokens of different
+/// halves of a random labelling, never on the diagonal, so every row keeps an unmasked logit.
+pub fn window_mask_values(num_windows: usize, n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = HostRng::new(seed);
+    let labels: Vec<bool> = (0..num_windows * n).map(|_| rng.below(2) == 0).collect();
+    let mut mask = Vec::with_capacity(num_windows * n * n);
+    for w in 0..num_windows {
+        for q in 0..n {
+            for k in 0..n {
+                let same = labels[w * n + q] == labels[w * n + k];
+                mask.push(if same { 0.0 } else { -100.0 });
+            }
+        }
+    }
+    mask
+}

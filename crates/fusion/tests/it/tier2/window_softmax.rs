@@ -10,8 +10,8 @@
 //! tolerances, forward and backward.
 
 use super::kernel_support::{
-    assert_close, assert_identical, cast, counted, device, from_values, once, shape, transposed,
-    uniform,
+    assert_close, assert_identical, cast, counted, device, from_values, once,
+    relative_position_index, shape, transposed, uniform, window_mask_values,
 };
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
@@ -49,35 +49,16 @@ impl Case {
 
     /// timm's `relative_position_index` of the window: `[n · n]`, values in `0..offsets`.
     fn index_values(&self) -> Vec<i64> {
-        let [wh, ww] = self.window.map(|s| s as i64);
-        let n = self.n() as i64;
-        let mut index = Vec::with_capacity((n * n) as usize);
-        for q in 0..n {
-            for k in 0..n {
-                let dy = q / ww - k / ww + wh - 1;
-                let dx = q % ww - k % ww + ww - 1;
-                index.push(dy * (2 * ww - 1) + dx);
-            }
-        }
-        index
+        relative_position_index(self.window)
     }
 
-    /// A shifted-window mask `[num_windows, n, n]`: −100 between tokens of different halves of
-    /// a random labelling, never on the diagonal, so every row keeps an unmasked logit.
+    /// A shifted-window mask `[num_windows, n, n]` ([`window_mask_values`]).
     fn mask(&self, num_windows: usize, seed: u64) -> FlexTensor {
         let n = self.n();
-        let mut rng = HostRng::new(seed);
-        let labels: Vec<bool> = (0..num_windows * n).map(|_| rng.below(2) == 0).collect();
-        let mut mask = Vec::with_capacity(num_windows * n * n);
-        for w in 0..num_windows {
-            for q in 0..n {
-                for k in 0..n {
-                    let same = labels[w * n + q] == labels[w * n + k];
-                    mask.push(if same { 0.0 } else { -100.0 });
-                }
-            }
-        }
-        from_values(mask, &[num_windows, n, n])
+        from_values(
+            window_mask_values(num_windows, n, seed),
+            &[num_windows, n, n],
+        )
     }
 
     /// `(scores, table, mask, grad)`, contiguous.
