@@ -132,9 +132,23 @@ impl Loader {
     /// The batches of epoch `epoch`, in order. An error (e.g. a corrupt image under
     /// [`crate::CorruptPolicy::Fail`]) is yielded in its batch's place and ends the epoch.
     pub fn epoch(&self, epoch: u64) -> Epoch {
+        self.epoch_from(epoch, 0)
+    }
+
+    /// The batches of epoch `epoch` after its first `first_batch` (which are not built): what
+    /// a resumed run still has to train on. The same batches as [`Loader::epoch`]'s from that
+    /// position, augmentation included (each sample's draws depend on its index and the
+    /// epoch, not on its position).
+    pub fn epoch_from(&self, epoch: u64, first_batch: usize) -> Epoch {
+        let mut order = self.epoch_order(epoch);
+        order.drain(
+            ..first_batch
+                .saturating_mul(self.config.batch_size)
+                .min(order.len()),
+        );
         let job = Arc::new(Job {
             dataset: self.dataset.clone(),
-            order: self.epoch_order(epoch),
+            order,
             batch_size: self.config.batch_size,
             seed: self.config.seed,
             epoch,

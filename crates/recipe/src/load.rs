@@ -70,6 +70,19 @@ pub fn parse_recipe(text: &str, file: &Path, sets: &[String]) -> Result<Recipe, 
     Ok(recipe)
 }
 
+/// The recipe as TOML that [`parse_recipe`] reads back to the same recipe. Keys mode acc
+/// switched on by default are left out, so that they are defaults again when it is read (and
+/// not reported as switched on for a model that never calls their kernel).
+pub fn recipe_toml(recipe: &Recipe) -> String {
+    let mut table = toml::Table::try_from(recipe).expect("a recipe serialises to TOML");
+    if let Some(toml::Value::Table(kernels)) = table.get_mut("kernels") {
+        for key in &recipe.kernels.by_default {
+            kernels.remove(key.trim_start_matches("kernels."));
+        }
+    }
+    toml::to_string(&table).expect("a TOML table serialises")
+}
+
 /// The dotted key an error is about: serde's path (which ends with the field name for an unknown
 /// field), or the field name itself for an unknown top-level section.
 fn key_of(path: &str, message: &str) -> String {

@@ -519,8 +519,31 @@ pub struct TrainSection {
     pub eval_max_batches: Option<usize>,
     /// Folder under which each run gets a fresh `run-N` folder (default: `runs/<recipe name>`).
     pub run_dir: Option<PathBuf>,
-    /// Write the trained model (Burn's recorder) into the run folder.
+    /// Write the trained model (Burn's recorder) into the run folder, and a checkpoint of the
+    /// whole training state at the last step (`checkpoints/step-<S>/`, see `train --resume`).
     pub save_model: bool,
+    /// Also write a checkpoint every this many steps (0: only at the end, with `save_model`).
+    pub save_every: usize,
+    /// Checkpoints kept in the run folder, the newest (0: all).
+    pub keep_last: usize,
+    /// What a step whose loss is NaN or infinite does.
+    pub on_nonfinite: OnNonFinite,
+    /// With `on_nonfinite = "skip"`: the run stops after this many consecutive steps with a
+    /// non-finite loss (a run that only skips has diverged).
+    pub nonfinite_limit: usize,
+}
+
+/// `train.on_nonfinite`: what a step whose loss is NaN or infinite does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNonFinite {
+    /// The run stops at the next logged step, naming the step and the loss (nothing is read
+    /// back between logged steps); no checkpoint or model with non-finite weights is written.
+    Stop,
+    /// The step's update is skipped on the device (weights and optimizer state stay as they
+    /// were; with the loss scaler, its scale backs off as for overflowing gradients); the run
+    /// stops after `train.nonfinite_limit` consecutive such steps.
+    Skip,
 }
 
 impl Default for TrainSection {
@@ -535,6 +558,10 @@ impl Default for TrainSection {
             eval_max_batches: None,
             run_dir: None,
             save_model: true,
+            save_every: 0,
+            keep_last: 3,
+            on_nonfinite: OnNonFinite::Stop,
+            nonfinite_limit: 20,
         }
     }
 }

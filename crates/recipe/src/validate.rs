@@ -15,6 +15,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
         ("train.batch_size", r.train.batch_size),
         ("train.max_steps", r.train.max_steps),
         ("train.log_every", r.train.log_every),
+        ("train.nonfinite_limit", r.train.nonfinite_limit),
     ];
     for (key, value) in positive {
         if value == 0 {

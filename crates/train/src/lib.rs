@@ -11,6 +11,7 @@ pub mod precision;
 pub mod profile;
 pub mod progress;
 pub mod recipe;
+pub mod resume;
 pub mod run_dir;
 pub mod stack;
 pub mod trainer;

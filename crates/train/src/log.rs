@@ -28,7 +28,8 @@ pub struct StepRecord {
     pub memory: Option<MemoryReading>,
     /// The loss scale after this step (loss scaling on); `loss` is the unscaled loss.
     pub loss_scale: Option<f64>,
-    /// Steps skipped so far by the loss scaler for inf/NaN gradients (loss scaling on).
+    /// Steps skipped so far on the device: by the loss scaler for inf/NaN gradients (loss
+    /// scaling on), for a non-finite loss (`train.on_nonfinite = "skip"`).
     pub skipped_steps: Option<u64>,
     /// Host reads through `Acc` since the previous logged step, not counting the logged
     /// metrics themselves (acc stacks; zero means the steps never waited on the device).
@@ -49,6 +50,35 @@ impl JsonlLog {
             .create_new(true)
             .open(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(Self {
+            out: Some(BufWriter::new(file)),
+        })
+    }
+
+    /// Continues `path` after step `step` of a resumed run: the lines of later steps (written
+    /// after the checkpoint by the run that stopped) and a line cut short by a crash are
+    /// dropped, atomically, and new records are appended.
+    pub fn resume(path: &Path, step: usize) -> Result<Self> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let kept: String = text
+            .split_inclusive('\n')
+            .filter(|line| line.ends_with('\n'))
+            .filter(|line| {
+                serde_json::from_str::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|record| record["step"].as_u64())
+                    .is_some_and(|s| s as usize <= step)
+            })
+            .collect();
+        crate::run_dir::write_atomic(path, kept.as_bytes())?;
+        let file = File::options()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
         Ok(Self {
             out: Some(BufWriter::new(file)),
         })

@@ -36,6 +36,14 @@ impl Progress {
         }
     }
 
+    /// Starts the bar at `done` steps (a resumed run).
+    pub fn resumed_at(&self, done: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done as u64);
+            bar.reset_eta();
+        }
+    }
+
     /// One step done.
     pub fn step(&self) {
         if let Some(bar) = &self.bar {

@@ -165,9 +165,19 @@ impl TextLoader {
     /// The [`TextBatch`]es of epoch `epoch`, in order; the same `(seed, epoch)` always gives
     /// the same batches.
     pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = TextBatch> + '_ {
+        self.epoch_from(epoch, 0)
+    }
+
+    /// The batches of epoch `epoch` after its first `first_batch` (which are not built): what
+    /// a resumed run still has to train on.
+    pub fn epoch_from(
+        &self,
+        epoch: u64,
+        first_batch: usize,
+    ) -> impl Iterator<Item = TextBatch> + '_ {
         let order = self.epoch_order(epoch);
         let batch_size = self.config.batch_size;
-        (0..self.len()).map(move |b| {
+        (first_batch.min(self.len())..self.len()).map(move |b| {
             let end = ((b + 1) * batch_size).min(order.len());
             self.build(&order[b * batch_size..end], self.config.packing)
         })

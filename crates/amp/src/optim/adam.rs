@@ -18,6 +18,7 @@ use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
 use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
 use super::route::{AdamStep, AdamStepFn};
+use super::state::{NamedState, OptimizerStateData, StateError, export, import};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -87,6 +88,14 @@ impl AdamConfig {
         match self.decay_mode {
             WeightDecayMode::L2 => "Adam",
             WeightDecayMode::Decoupled => "AdamW",
+        }
+    }
+
+    /// `"adam"` or `"adamw"`, as a checkpoint names the state's kind.
+    fn kind(&self) -> &'static str {
+        match self.decay_mode {
+            WeightDecayMode::L2 => "adam",
+            WeightDecayMode::Decoupled => "adamw",
         }
     }
 
@@ -178,6 +187,19 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Adam<
             }
             None => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
         }
+    }
+
+    fn state(&self) -> Result<OptimizerStateData, StateError> {
+        export(self.rule.0.kind(), &self.states)
+    }
+
+    fn load_state(
+        &mut self,
+        state: OptimizerStateData,
+        device: &burn::tensor::Device<B::InnerBackend>,
+    ) -> Result<(), StateError> {
+        self.states = import(self.rule.0.kind(), state, device)?;
+        Ok(())
     }
 }
 
@@ -308,5 +330,26 @@ impl<B: Backend> UpdateRule<B> for AdamRule {
             exp_avg_sq: Erased::new(mask.keep(new_v, v)),
         };
         (mask.keep(new_param, param), Some(state))
+    }
+}
+
+impl<B: Backend> NamedState<B> for ErasedState<B> {
+    const BUFFERS: &'static [&'static str] = &["exp_avg", "exp_avg_sq"];
+
+    fn step(&self) -> &Tensor<B, 1> {
+        &self.step
+    }
+
+    fn buffers(&self) -> Vec<&Erased<B>> {
+        vec![&self.exp_avg, &self.exp_avg_sq]
+    }
+
+    fn from_parts(step: Tensor<B, 1>, buffers: Vec<Erased<B>>) -> Self {
+        let mut buffers = buffers.into_iter();
+        Self {
+            step,
+            exp_avg: buffers.next().expect("checked by import"),
+            exp_avg_sq: buffers.next().expect("checked by import"),
+        }
     }
 }

@@ -17,6 +17,7 @@ mod mapper;
 mod multi_tensor;
 pub mod route;
 mod sgd;
+mod state;
 
 pub use adam::{Adam, AdamConfig, AdamParamState, WeightDecayMode};
 pub use error::OptimError;
@@ -24,6 +25,7 @@ pub use route::{
     AdamStep, AdamStepFn, SgdStep, SgdStepFn, route_adam_of_backend, route_sgd_of_backend,
 };
 pub use sgd::{Sgd, SgdConfig, SgdParamState};
+pub use state::{OptimizerStateData, ParamStateData, StateError};
 
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
@@ -45,4 +47,15 @@ pub trait SyncFreeOptimizer<M: AutodiffModule<B>, B: AutodiffBackend> {
         grads: GradientsParams,
         found_inf: Option<&Tensor<B::InnerBackend, 1>>,
     ) -> M;
+
+    /// A host copy of the per-parameter state (for a checkpoint); reads the device.
+    fn state(&self) -> Result<OptimizerStateData, StateError>;
+
+    /// Replaces the per-parameter state with `state` (from [`SyncFreeOptimizer::state`] of an
+    /// optimizer of the same kind), on `device`. On error nothing changes.
+    fn load_state(
+        &mut self,
+        state: OptimizerStateData,
+        device: &burn::tensor::Device<B::InnerBackend>,
+    ) -> Result<(), StateError>;
 }

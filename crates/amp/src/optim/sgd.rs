@@ -19,6 +19,7 @@ use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
 use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
 use super::route::{SgdStep, SgdStepFn};
+use super::state::{NamedState, OptimizerStateData, StateError, export, import};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -165,6 +166,19 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Sgd<B
             None => step_module(&self.rule, &mut self.states, lr, module, grads, found_inf),
         }
     }
+
+    fn state(&self) -> Result<OptimizerStateData, StateError> {
+        export("sgd", &self.states)
+    }
+
+    fn load_state(
+        &mut self,
+        state: OptimizerStateData,
+        device: &burn::tensor::Device<B::InnerBackend>,
+    ) -> Result<(), StateError> {
+        self.states = import("sgd", state, device)?;
+        Ok(())
+    }
 }
 
 impl<B: AutodiffBackend> Sgd<B> {
@@ -278,5 +292,25 @@ impl<B: Backend> UpdateRule<B> for SgdRule {
             momentum_buffer: Erased::new(mask.keep(new_buf, buf)),
         };
         (mask.keep(new_param, param), Some(state))
+    }
+}
+
+impl<B: Backend> NamedState<B> for ErasedState<B> {
+    const BUFFERS: &'static [&'static str] = &["momentum_buffer"];
+
+    fn step(&self) -> &Tensor<B, 1> {
+        &self.step
+    }
+
+    fn buffers(&self) -> Vec<&Erased<B>> {
+        vec![&self.momentum_buffer]
+    }
+
+    fn from_parts(step: Tensor<B, 1>, buffers: Vec<Erased<B>>) -> Self {
+        let mut buffers = buffers.into_iter();
+        Self {
+            step,
+            momentum_buffer: buffers.next().expect("checked by import"),
+        }
     }
 }

@@ -11,4 +11,5 @@ mod tier2 {
     mod scaler_update;
     mod shared_param;
     mod skip_step;
+    mod state_roundtrip;
 }

@@ -3,4 +3,5 @@
 
 mod tier1 {
     mod recipes;
+    mod resume_keys;
 }

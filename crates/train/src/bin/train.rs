@@ -1,6 +1,7 @@
 //! `train`: runs a recipe.
 //!
 //! `cargo run --release --bin train -- configs/resnet50.toml --set train.max_steps=5`
+//! `cargo run --release --bin train -- --resume runs/resnet50/run-3`
 
 use burnacc_ddp::ProcessGroup;
 use burnacc_train::trainer::{ProfileRequest, RunOptions, run_recipe};
@@ -17,8 +18,16 @@ static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// The recipe file, e.g. configs/resnet50.toml.
-    recipe: PathBuf,
+    /// The recipe file, e.g. configs/resnet50.toml. With --resume it may be left out: the
+    /// checkpoint's own recipe is used.
+    #[arg(required_unless_present = "resume")]
+    recipe: Option<PathBuf>,
+    /// Continue a run from its latest complete checkpoint (a run folder, runs/<recipe>/run-N)
+    /// or from one checkpoint (runs/<recipe>/run-N/checkpoints/step-S), in its run folder.
+    /// A recipe given too must train the same way (only steps, logging, saving, evaluation
+    /// and the backend may change).
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
     /// Override a recipe key: --set train.max_steps=5 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -47,8 +56,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Without a recipe, the checkpoint's own (its run folder's latest, or the one named).
+    let recipe = match (&args.recipe, &args.resume) {
+        (Some(recipe), _) => recipe.clone(),
+        (None, Some(resume)) => match burnacc_train::resume::Resume::open(resume) {
+            Ok(checkpoint) => checkpoint.recipe_file(),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        (None, None) => unreachable!("clap requires a recipe without --resume"),
+    };
     let options = RunOptions {
         process,
+        resume: args.resume,
         sets: args.sets,
         quiet: args.quiet,
         profile: args.profile.then_some(ProfileRequest {
@@ -56,7 +78,7 @@ fn main() -> ExitCode {
             folder: args.profile_folder,
         }),
     };
-    match run_recipe(&args.recipe, &options) {
+    match run_recipe(&recipe, &options) {
         Ok(summary) => {
             if options.is_leader() {
                 println!("run folder: {}", summary.run_dir.display());

@@ -29,7 +29,7 @@ pub use peering::{Peering, process_stack, resolve_devices};
 pub use source::BatchSource;
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
-pub use step_loop::{LoopStats, train_steps};
+pub use step_loop::{LoopStats, Persist, train_steps};
 pub use task::{
     ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config, swin_model_config,
 };
@@ -37,11 +37,12 @@ pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data
 
 use crate::kernel_cache::configure_kernel_caches;
 use crate::precision::check_amp_dtype;
-use crate::recipe::{Recipe, load_recipe};
+use crate::recipe::{Recipe, load_recipe, recipe_toml};
+use crate::resume::Resume;
 use crate::run_dir::{fresh_run_dir, write_atomic};
 use crate::stack::route_kernels;
 use crate::stack::{Stack, UnusedKernel, resolve_stack, unused_kernels, with_stack};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use burnacc_datasets::Shard;
 use burnacc_ddp::ProcessGroup;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,9 @@ pub struct RunOptions {
     /// This process's place in a data-parallel run of several processes (`launch` sets it in
     /// the environment; `ProcessGroup::from_env`). `None`: a run of one process.
     pub process: Option<ProcessGroup>,
+    /// `--resume`: a run folder (its latest complete checkpoint) or a checkpoint folder to
+    /// continue from, in its run folder.
+    pub resume: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -277,9 +281,18 @@ pub fn run_checked(
     // Checked before any work; the routes hold on this thread, where the stack runs, until
     // the run ends.
     let _routes = route_kernels(stack, &recipe.kernels)?;
+    let resume = open_resume(recipe, file, options)?;
     let data = Data::build(recipe)?;
     let peering = options.process.as_ref().map(Peering::Process);
-    run_replica(recipe, file, stack, options, peering, &data)
+    run_replica(
+        recipe,
+        file,
+        stack,
+        options,
+        peering,
+        &data,
+        resume.as_ref(),
+    )
 }
 
 /// Trains an already checked recipe data-parallel on `stacks` (`[ddp] devices`), one thread
@@ -295,6 +308,8 @@ pub fn run_local_devices(
     // Checked before any work (each thread routes for itself below); the data is read once
     // and shared by the replicas.
     drop(route_kernels(stacks[0], &recipe.kernels)?);
+    let resume = open_resume(recipe, file, options)?;
+    let resume = resume.as_ref();
     let data = Data::build(recipe)?;
     let world = stacks.len();
     let results: Vec<Result<RunSummary>> = std::thread::scope(|scope| {
@@ -306,7 +321,7 @@ pub fn run_local_devices(
                 let data = &data;
                 scope.spawn(move || {
                     let _routes = route_kernels(stack, &recipe.kernels)?;
-                    run_replica(recipe, file, stack, options, peering, data)
+                    run_replica(recipe, file, stack, options, peering, data, resume)
                 })
             })
             .collect();
@@ -340,6 +355,7 @@ fn run_replica(
     options: &RunOptions,
     peering: Option<Peering<'_>>,
     data: &Data,
+    resume: Option<&Resume>,
 ) -> Result<RunSummary> {
     let sharded;
     let data = match peering {
@@ -358,6 +374,7 @@ fn run_replica(
             quiet: true,
             profile: None,
             peering,
+            resume,
         };
         let outcome = with_stack(stack, task)?;
         return Ok(RunSummary::new(
@@ -369,12 +386,25 @@ fn run_replica(
             outcome,
         ));
     }
-    let root = recipe
-        .train
-        .run_dir
-        .clone()
-        .unwrap_or_else(|| default_run_root(file));
-    let run_dir = fresh_run_dir(&root)?;
+    let run_dir = match resume {
+        Some(resume) => {
+            eprintln!(
+                "resume: from {} (step {} of {})",
+                resume.dir.display(),
+                resume.manifest.step,
+                recipe.train.max_steps
+            );
+            resume.run_dir.clone()
+        }
+        None => {
+            let root = recipe
+                .train
+                .run_dir
+                .clone()
+                .unwrap_or_else(|| default_run_root(file));
+            fresh_run_dir(&root)?
+        }
+    };
     eprintln!(
         "data: {} training / {} held-out samples, {} classes; run folder {}",
         data.train_samples(),
@@ -395,8 +425,10 @@ fn run_replica(
             recipe.data.max_length
         );
     }
-    let resolved = toml::to_string(recipe).context("cannot serialise the recipe")?;
-    write_atomic(&run_dir.join("recipe.toml"), resolved.as_bytes())?;
+    // A resumed run rewrites it once the checkpoint has loaded (nothing changes before).
+    if resume.is_none() {
+        write_atomic(&run_dir.join("recipe.toml"), recipe_toml(recipe).as_bytes())?;
+    }
 
     let task = TrainTask {
         recipe,
@@ -405,6 +437,7 @@ fn run_replica(
         quiet: options.quiet,
         profile: options.profile.clone(),
         peering,
+        resume,
     };
     let outcome = with_stack(stack, task)?;
     if let Some(eval) = &outcome.eval {
@@ -428,6 +461,16 @@ fn run_replica(
     let json = serde_json::to_vec_pretty(&summary)?;
     write_atomic(&run_dir.join("summary.json"), &json)?;
     Ok(summary)
+}
+
+/// The checkpoint `options.resume` names, read and checked against `recipe` (from `file`).
+fn open_resume(recipe: &Recipe, file: &Path, options: &RunOptions) -> Result<Option<Resume>> {
+    let Some(path) = &options.resume else {
+        return Ok(None);
+    };
+    let resume = Resume::open(path)?;
+    resume.check_recipe(recipe, file)?;
+    Ok(Some(resume))
 }
 
 /// `runs/<recipe file stem>`.

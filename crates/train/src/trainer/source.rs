@@ -7,15 +7,28 @@ use burnacc_datasets::{HostBatch, Loader};
 /// Epochs of host batches `H`.
 pub trait BatchSource<H> {
     /// The batches of epoch `epoch` (its own shuffle when the source shuffles).
-    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<H>> + '_>;
+    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<H>> + '_> {
+        self.batches_from(epoch, 0)
+    }
+    /// The batches of epoch `epoch` after its first `first_batch`, which are skipped without
+    /// being built (a resumed run).
+    fn batches_from(
+        &self,
+        epoch: u64,
+        first_batch: usize,
+    ) -> Box<dyn Iterator<Item = Result<H>> + '_>;
     /// Samples in `batch` (the loss averages over them).
     fn samples(batch: &H) -> usize;
 }
 
 impl BatchSource<HostBatch> for Loader {
-    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<HostBatch>> + '_> {
+    fn batches_from(
+        &self,
+        epoch: u64,
+        first_batch: usize,
+    ) -> Box<dyn Iterator<Item = Result<HostBatch>> + '_> {
         Box::new(
-            self.epoch(epoch)
+            self.epoch_from(epoch, first_batch)
                 .map(|batch| batch.map_err(anyhow::Error::from)),
         )
     }
@@ -26,8 +39,12 @@ impl BatchSource<HostBatch> for Loader {
 }
 
 impl BatchSource<TextBatch> for TextLoader {
-    fn batches(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<TextBatch>> + '_> {
-        Box::new(self.epoch(epoch).map(Ok))
+    fn batches_from(
+        &self,
+        epoch: u64,
+        first_batch: usize,
+    ) -> Box<dyn Iterator<Item = Result<TextBatch>> + '_> {
+        Box::new(self.epoch_from(epoch, first_batch).map(Ok))
     }
 
     fn samples(batch: &TextBatch) -> usize {

@@ -2,14 +2,14 @@
 //! checkpoint tape when blocks were checkpointed), unscale, sync-free update — shared by the
 //! training loop and the benchmark, so both time the same work.
 
-use crate::recipe::Recipe;
+use crate::recipe::{OnNonFinite, Recipe};
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::GradientsParams;
-use burn::tensor::{FloatDType, Int, Tensor};
-use burnacc_amp::optim::SyncFreeOptimizer;
-use burnacc_amp::scaler::GradScaler;
+use burn::tensor::{DType, FloatDType, Int, Tensor};
+use burnacc_amp::optim::{OptimizerStateData, SyncFreeOptimizer};
+use burnacc_amp::scaler::{GradScaler, GradScalerState};
 use burnacc_backend::autocast::autocast;
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape, block_seed};
 
@@ -28,6 +28,8 @@ pub struct Stepper<B: CheckpointBackend, M> {
     device: B::Device,
     /// Steps taken, so each step's checkpointed blocks get their own seeds.
     steps: usize,
+    /// `train.on_nonfinite = "skip"`: a step whose loss is not finite is skipped on the device.
+    skip_nonfinite: bool,
 }
 
 /// The parts of a step, in order.
@@ -67,9 +69,12 @@ pub struct StepOutput<B: CheckpointBackend> {
     pub logits: Tensor<B, 2>,
     /// `[samples]`.
     pub labels: Tensor<B, 1, Int>,
-    /// 1.0 when the loss scaler found inf/NaN gradients and the update was skipped, else 0.0,
-    /// `[1]` (loss scaling on).
+    /// 1.0 when the update was skipped (the loss scaler found inf/NaN gradients, or the loss
+    /// was not finite with `on_nonfinite = "skip"`), else 0.0, `[1]` (loss scaling or skipping
+    /// on).
     pub found_inf: Option<Tensor<B::InnerBackend, 1>>,
+    /// 1.0 when the loss was not finite, else 0.0, `[1]` (`on_nonfinite = "skip"`).
+    pub nonfinite_loss: Option<Tensor<B::InnerBackend, 1>>,
     /// Blocks the forward pass checkpointed.
     pub checkpointed_blocks: usize,
 }
@@ -89,6 +94,7 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
             seed: recipe.train.seed,
             device: device.clone(),
             steps: 0,
+            skip_nonfinite: recipe.train.on_nonfinite == OnNonFinite::Skip,
         })
     }
 
@@ -100,6 +106,53 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
     /// The loss scaler (its scale is a device tensor).
     pub fn scaler(&self) -> &GradScaler<B> {
         &self.scaler
+    }
+
+    /// Steps taken (each step's random draws are seeded from it).
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// A host copy of the optimizer's state (reads the device).
+    pub fn optimizer_state(&self) -> Result<OptimizerStateData> {
+        Ok(self.optim.state()?)
+    }
+
+    /// The loss scaler's state (loss scaling on; reads the device).
+    pub fn scaler_state(&self) -> Option<GradScalerState> {
+        self.scaler.is_enabled().then(|| self.scaler.state())
+    }
+
+    /// Continues from a checkpoint: `steps` taken, the optimizer's and the loss scaler's
+    /// state. Errors when the state does not fit this stepper (another optimizer, loss scaling
+    /// on in one and off in the other).
+    pub fn restore(
+        &mut self,
+        steps: usize,
+        optimizer: OptimizerStateData,
+        scaler: Option<GradScalerState>,
+    ) -> Result<()> {
+        match (scaler, self.scaler.is_enabled()) {
+            (Some(state), true) => self
+                .scaler
+                .load_state(state)
+                .context("the checkpoint's loss scaler")?,
+            (None, false) => {}
+            (saved, _) => anyhow::bail!(
+                "the checkpoint was written with loss scaling {}, this run has it {}",
+                if saved.is_some() { "on" } else { "off" },
+                if self.scaler.is_enabled() {
+                    "on"
+                } else {
+                    "off"
+                }
+            ),
+        }
+        self.optim
+            .load_state(optimizer, &self.device)
+            .context("the checkpoint's optimizer state")?;
+        self.steps = steps;
+        Ok(())
     }
 
     /// One step at learning rate `lr`. `forward` runs the model on the step's batch, under
@@ -156,6 +209,15 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         let loss = self.loss_fn.forward(logits.clone(), labels.clone());
         drop(guard);
         let output_loss = loss.clone().detach();
+        let nonfinite_loss = self.skip_nonfinite.then(|| {
+            output_loss
+                .clone()
+                .inner()
+                .is_finite()
+                .bool_not()
+                .float()
+                .cast(DType::F32)
+        });
         mark(Phase::Forward)?;
         let scaled = self.scaler.scale(loss)?;
         let checkpointed_blocks = tape.len();
@@ -168,7 +230,11 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         let grads = sync(&model, grads)?;
         mark(Phase::AllReduce)?;
         let grads = self.scaler.unscale(&model, grads)?;
-        let found_inf = self.scaler.found_inf();
+        // Skipped on the device: overflowing gradients (the scaler) or a non-finite loss.
+        let found_inf = match (self.scaler.found_inf(), nonfinite_loss.clone()) {
+            (Some(overflow), Some(nonfinite)) => Some((overflow + nonfinite).clamp_max(1.0)),
+            (overflow, nonfinite) => overflow.or(nonfinite),
+        };
         let model = self.optim.step(lr, model, grads, found_inf.as_ref());
         self.scaler.update()?;
         mark(Phase::Optimizer)?;
@@ -179,6 +245,7 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
                 logits: logits.detach(),
                 labels,
                 found_inf,
+                nonfinite_loss,
                 checkpointed_blocks,
             },
         ))

@@ -10,7 +10,8 @@ use crate::memory::read_memory;
 use crate::profile::Profiler;
 use crate::progress::Progress;
 use crate::recipe::learning_rate;
-use crate::recipe::{CheckpointMode, Recipe};
+use crate::recipe::{CheckpointMode, OnNonFinite, Recipe};
+use crate::resume::{CheckpointWriter, LoopStart, read_skipped};
 use crate::stack::Stack;
 use anyhow::Result;
 use burn::module::AutodiffModule;
@@ -42,12 +43,22 @@ pub struct LoopStats {
     pub peak_memory: Option<u64>,
     /// Loss scale after the last step (loss scaling on).
     pub final_loss_scale: Option<f64>,
-    /// Steps the loss scaler skipped for inf/NaN gradients (loss scaling on).
+    /// Steps skipped on the device: inf/NaN gradients under loss scaling, non-finite losses
+    /// with `on_nonfinite = "skip"`.
     pub skipped_steps: Option<u64>,
     /// Blocks checkpointed per step (`[checkpoint] mode`).
     pub checkpointed_blocks: usize,
     /// What `[checkpoint] mode = "auto"` measured and chose.
     pub auto_checkpoint: Option<AutoCheckpointSummary>,
+}
+
+/// Where the loop starts and what it writes to survive a stop.
+#[derive(Clone, Copy, Default)]
+pub struct Persist<'a> {
+    /// Step 0 of epoch 0, or a checkpoint's position (`--resume`).
+    pub start: LoopStart,
+    /// Writes checkpoints as the recipe says (rank 0 of a run with a run folder).
+    pub writer: Option<&'a CheckpointWriter>,
 }
 
 /// Trains `model` on batches `H` of `loader` for `recipe.train.max_steps` steps, logging every
@@ -66,6 +77,9 @@ pub struct LoopStats {
 /// With `peer` (a data-parallel run), every step's gradients are averaged with the other
 /// processes' between backward and the optimizer step, and the logged loss, accuracy and
 /// samples/s are over all processes' batches (one small all-reduce per logged step).
+///
+/// The loop starts at `persist.start` (a resumed run: its step, epoch and position in the
+/// epoch) and writes a checkpoint through `persist.writer` after each step it is due.
 #[allow(clippy::too_many_arguments)]
 pub fn train_steps<B, M, H, S>(
     mut model: M,
@@ -78,6 +92,7 @@ pub fn train_steps<B, M, H, S>(
     progress: &Progress,
     mut profiler: Option<&mut Profiler>,
     peer: Option<&Peer<B::InnerBackend>>,
+    persist: Persist<'_>,
 ) -> Result<(M, LoopStats)>
 where
     B: CheckpointBackend,
@@ -86,17 +101,28 @@ where
     S: BatchSource<H>,
 {
     let total = recipe.train.max_steps;
-    // Steps skipped by the loss scaler so far: f32 [1] on the device.
-    let mut skipped = stepper
-        .scaler()
-        .is_enabled()
-        .then(|| Tensor::<B::InnerBackend, 1>::zeros([1], device));
+    let start = persist.start;
+    // Steps skipped on the device so far (loss scaling, or `on_nonfinite = "skip"`): f32 [1].
+    let mut skipped = (stepper.scaler().is_enabled()
+        || recipe.train.on_nonfinite == OnNonFinite::Skip)
+        .then(|| {
+            let so_far = start.skipped_steps.unwrap_or(0) as f32;
+            Tensor::<B::InnerBackend, 1>::from_floats([so_far], device)
+        });
+    // `on_nonfinite = "skip"`: the current and the longest run of consecutive steps with a
+    // non-finite loss since the last logged step, f32 [1] on the device.
+    let mut nonfinite_runs = (recipe.train.on_nonfinite == OnNonFinite::Skip).then(|| {
+        let zero = Tensor::<B::InnerBackend, 1>::zeros([1], device);
+        (zero.clone(), zero)
+    });
     let count_reads = stack.mode() == crate::recipe::Mode::Acc;
     let mut reads_baseline = counters::snapshot();
     let mut stats = LoopStats::default();
     let mut speeds = Vec::new();
-    let mut epoch = 0u64;
-    let mut batches = loader.batches(epoch);
+    let mut epoch = start.epoch;
+    let mut batches = loader.batches_from(epoch, start.batches_in_epoch);
+    // Batches of `epoch` trained on (the data position a checkpoint records).
+    let mut batches_in_epoch = start.batches_in_epoch;
     let started = Instant::now();
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
@@ -104,17 +130,19 @@ where
     // `auto`: which blocks to checkpoint, planned from the first batch.
     let mut auto_plan: Option<Vec<bool>> = None;
 
-    for step in 0..total {
+    for step in start.step..total {
         let batch = match batches.next() {
             Some(batch) => batch?,
             None => {
                 epoch += 1;
+                batches_in_epoch = 0;
                 batches = loader.batches(epoch);
                 batches
                     .next()
                     .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
             }
         };
+        batches_in_epoch += 1;
         let batch_size = S::samples(&batch);
         let lr = learning_rate(&recipe.optim, step, total);
         let mode = recipe.checkpoint.mode;
@@ -165,6 +193,14 @@ where
         if let (Some(total_skipped), Some(found)) = (skipped.take(), out.found_inf) {
             skipped = Some(total_skipped + found);
         }
+        if let (Some((current, longest)), Some(nonfinite)) =
+            (nonfinite_runs.take(), out.nonfinite_loss)
+        {
+            let current = (current + 1.0) * nonfinite;
+            // max(longest, current) with adds only.
+            let longest = (longest - current.clone()).clamp_min(0.0) + current.clone();
+            nonfinite_runs = Some((current, longest));
+        }
         interval_samples += batch_size;
         interval_steps += 1;
         progress.step();
@@ -176,26 +212,31 @@ where
             let host_reads =
                 count_reads.then(|| counters::snapshot().since(&reads_baseline).host_reads());
             let correct = correct_count(out.logits, out.labels);
+            // Read with the loss and accuracy in one transaction: the loss scale, the skipped
+            // steps and the longest run of non-finite losses, those that this run tracks.
+            let scale = stepper
+                .scaler()
+                .is_enabled()
+                .then(|| stepper.scaler().scale_tensor());
+            let longest_nonfinite = nonfinite_runs.as_ref().map(|(_, longest)| longest.clone());
+            let tracked = [scale, skipped.clone(), longest_nonfinite];
             let mut transaction = Transaction::default().register(out.loss).register(correct);
-            if let Some(total_skipped) = &skipped {
-                transaction = transaction
-                    .register(Tensor::<B, 1>::from_inner(stepper.scaler().scale_tensor()))
-                    .register(Tensor::<B, 1>::from_inner(total_skipped.clone()));
+            for tensor in tracked.iter().flatten() {
+                transaction = transaction.register(Tensor::<B, 1>::from_inner(tensor.clone()));
             }
             let data = transaction.execute();
             reads_baseline = counters::snapshot();
             let loss = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
             let correct = data[1].iter::<i64>().next().unwrap_or(0) as f64;
+            let mut values = data[2..].iter().map(|d| d.iter::<f64>().next());
+            let [loss_scale, skipped_steps, longest_nonfinite] =
+                tracked.map(|t| t.and_then(|_| values.next().flatten()));
+            let skipped_steps = skipped_steps.map(|s| s as u64);
             // Over every process's batch: each loss is a mean over an equal share.
             let (loss, correct, samples) = match peer {
                 Some(peer) => over_all_processes(peer, loss, correct, batch_size, device)?,
                 None => (loss, correct, batch_size as f64),
             };
-            let loss_scale = data.get(2).and_then(|d| d.iter::<f64>().next());
-            let skipped_steps = data
-                .get(3)
-                .and_then(|d| d.iter::<f64>().next())
-                .map(|s| s as u64);
             let memory = read_memory(stack);
             let (samples_per_sec, step_secs) = if step == 0 {
                 stats.first_step_secs = started.elapsed().as_secs_f64();
@@ -226,20 +267,55 @@ where
             stats.peak_memory = stats.peak_memory.max(memory.map(|m| m.peak));
             stats.final_loss_scale = loss_scale;
             stats.skipped_steps = skipped_steps;
-            if !loss.is_finite() {
-                anyhow::bail!(
-                    "loss is {loss} at step {}: training diverged (lower optim.lr?)",
-                    step + 1
-                );
+            check_finite(recipe, step + 1, loss, longest_nonfinite)?;
+            // The next interval's longest run starts from the current one.
+            if let Some((current, _)) = nonfinite_runs.take() {
+                nonfinite_runs = Some((current.clone(), current));
             }
             interval_start = Instant::now();
             interval_samples = 0;
             interval_steps = 0;
         }
         stats.steps = step + 1;
+        if let Some(writer) = persist.writer.filter(|w| w.due(step + 1, total)) {
+            let position = LoopStart {
+                step: step + 1,
+                epoch,
+                batches_in_epoch,
+                skipped_steps: skipped.as_ref().map(read_skipped),
+            };
+            writer.write(&model, &stepper, position)?;
+            // The checkpoint's reads are not the steps'.
+            reads_baseline = counters::snapshot();
+        }
     }
     stats.median_samples_per_sec = median(&mut speeds);
     Ok((model, stats))
+}
+
+/// Stops a diverged run at logged step `step`: with `on_nonfinite = "stop"` when its loss is not
+/// finite; with `"skip"` when `longest` consecutive steps since the last logged step reached
+/// `train.nonfinite_limit`. The message says what to try.
+fn check_finite(recipe: &Recipe, step: usize, loss: f64, longest: Option<f64>) -> Result<()> {
+    let advice = format!(
+        "lower `optim.lr` (now {}), or under autocast turn on the loss scaler (`[amp] \
+         grad_scaler = true`)",
+        recipe.optim.lr
+    );
+    match (recipe.train.on_nonfinite, longest) {
+        (OnNonFinite::Stop, _) if !loss.is_finite() => anyhow::bail!(
+            "loss is {loss} at step {step}: training diverged; {advice}; `train.on_nonfinite = \
+             \"skip\"` skips such steps instead"
+        ),
+        (OnNonFinite::Skip, Some(longest)) if longest >= recipe.train.nonfinite_limit as f64 => {
+            anyhow::bail!(
+                "{longest} consecutive steps up to step {step} had a non-finite loss (the last \
+                 logged: {loss}; `train.nonfinite_limit` = {}): training diverged; {advice}",
+                recipe.train.nonfinite_limit
+            )
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `(mean loss, correct, samples)` over every process of a data-parallel run, from this

@@ -8,11 +8,13 @@ use super::init::{init_model, init_swin, seed_device};
 use super::peering::Peering;
 use super::source::BatchSource;
 use super::step::Stepper;
-use super::step_loop::{LoopStats, inference_model, train_steps};
+use super::step_loop::{LoopStats, Persist, inference_model, train_steps};
 use crate::log::JsonlLog;
 use crate::profile::Profiler;
 use crate::progress::Progress;
-use crate::recipe::{OptimSection, OptimizerName, Recipe};
+use crate::recipe::{OptimSection, OptimizerName, Recipe, recipe_toml};
+use crate::resume::{CheckpointWriter, LoopStart, Resume};
+use crate::run_dir::write_atomic;
 use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
@@ -38,6 +40,8 @@ pub struct TrainTask<'a> {
     pub profile: Option<ProfileRequest>,
     /// This replica's place in a data-parallel run (processes or threads).
     pub peering: Option<Peering<'a>>,
+    /// The checkpoint to continue from (`--resume`); every replica loads it.
+    pub resume: Option<&'a Resume>,
 }
 
 /// What a run produced.
@@ -189,15 +193,31 @@ impl TrainTask<'_> {
     {
         // Seeds what the device draws itself during training (e.g. dropout masks).
         seed_device::<B>(device, self.recipe.train.seed);
-        let stepper = Stepper::new(self.recipe, device)?;
-        let mut log = match self.run_dir {
-            Some(dir) => JsonlLog::create(&dir.join("log.jsonl"))?,
-            None => JsonlLog::discard(),
+        let mut stepper = Stepper::new(self.recipe, device)?;
+        // Everything is loaded and checked before the run folder changes.
+        let (model, start) = match self.resume {
+            Some(resume) => (resume.restore(model, &mut stepper)?, resume.start()),
+            None => (model, LoopStart::default()),
         };
+        let mut log = match (self.run_dir, self.resume) {
+            (Some(dir), Some(_)) => {
+                write_atomic(
+                    &dir.join("recipe.toml"),
+                    recipe_toml(self.recipe).as_bytes(),
+                )?;
+                JsonlLog::resume(&dir.join("log.jsonl"), start.step)?
+            }
+            (Some(dir), None) => JsonlLog::create(&dir.join("log.jsonl"))?,
+            (None, _) => JsonlLog::discard(),
+        };
+        let writer = self
+            .run_dir
+            .and_then(|dir| CheckpointWriter::new(self.recipe, dir));
         let progress = match self.run_dir {
             Some(_) => Progress::new(self.recipe.train.max_steps, self.quiet),
             None => Progress::silent(),
         };
+        progress.resumed_at(start.step);
         let mut profiler = match &self.profile {
             Some(p) => {
                 let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
@@ -226,6 +246,10 @@ impl TrainTask<'_> {
             &progress,
             profiler.as_mut(),
             peer.as_ref(),
+            Persist {
+                start,
+                writer: writer.as_ref(),
+            },
         )?;
         progress.finish();
         if let Some(peer) = peer {
@@ -253,6 +277,8 @@ impl TrainTask<'_> {
             }
             _ => None,
         };
+        // With `save_model` the loop wrote the last step's checkpoint, which refuses weights
+        // that are not finite: a diverged model never reaches model.mpk.
         let model_file = if self.recipe.train.save_model {
             Some(save_model(model, &run_dir.join("model.mpk"))?)
         } else {

@@ -14,6 +14,7 @@ mod tier2 {
     mod bert_packing;
     mod forward_memory;
     mod launch_plan;
+    mod nonfinite_step;
     mod recipes;
     mod resnet_blocks;
     mod run_dir;
@@ -25,8 +26,10 @@ mod tier3 {
     mod ddp_step;
     mod kernel_routes;
     mod launch;
+    mod nonfinite;
     mod optimizer_kernels;
     mod profile_trace;
+    mod resume;
     mod swin_kernel_routes;
     mod swin_training;
     mod text_training;
