@@ -6,10 +6,11 @@
 //! Images are decoded from their content (not their extension) to RGB8 — grey, grey+alpha,
 //! RGBA and 16-bit images are converted, alpha is dropped — or to 8-bit grey for 1 channel.
 
+use std::collections::BTreeSet;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use image::{DynamicImage, GrayImage, ImageReader, RgbImage};
 
@@ -170,12 +171,13 @@ fn scan(root: &Path) -> Result<Index, DataError> {
 
 /// An image classification dataset over a `root/<class>/<image>` tree.
 ///
-/// Cloning or [`ImageFolder::with_config`] shares the file list and the skip counter.
+/// Cloning or [`ImageFolder::with_config`] shares the file list and the set of skipped files.
 #[derive(Clone, Debug)]
 pub struct ImageFolder {
     index: Arc<Index>,
     config: ImageFolderConfig,
-    skipped: Arc<AtomicU64>,
+    /// Indices of the samples skipped as undecodable.
+    skipped: Arc<Mutex<BTreeSet<usize>>>,
 }
 
 impl ImageFolder {
@@ -187,7 +189,7 @@ impl ImageFolder {
         Ok(ImageFolder {
             index,
             config,
-            skipped: Arc::new(AtomicU64::new(0)),
+            skipped: Arc::default(),
         })
     }
 
@@ -227,10 +229,10 @@ impl ImageFolder {
         &self.config
     }
 
-    /// Samples dropped as corrupt under [`CorruptPolicy::Skip`] so far, by this folder and
-    /// every view sharing its counter (a sample read in several epochs counts each time).
+    /// Files dropped as corrupt under [`CorruptPolicy::Skip`] so far, by this folder and every
+    /// view sharing it: each file once, however many epochs read it.
     pub fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
+        self.skipped.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
 }
 
@@ -260,7 +262,8 @@ impl ImageDataset for ImageFolder {
         let decoded = match decode_image(path, self.config.channels) {
             Ok(img) => img,
             Err(DataError::Decode { .. }) if self.config.corrupt == CorruptPolicy::Skip => {
-                self.skipped.fetch_add(1, Ordering::Relaxed);
+                let mut skipped = self.skipped.lock().unwrap_or_else(|e| e.into_inner());
+                skipped.insert(index);
                 return Ok(None);
             }
             Err(e) => return Err(e),

@@ -200,11 +200,8 @@ fn open_folders(d: &DataSection, root: PathBuf, seed: u64) -> Result<Splits> {
             let split = stratified_split(&train_folder.labels(), d.val_fraction, seed)?;
             let train = Subset::new(train_folder.clone(), split.train)?;
             let eval = Subset::new(eval_folder.clone(), split.val)?;
-            Ok((
-                Arc::new(train),
-                Some(Arc::new(eval)),
-                vec![train_folder, eval_folder],
-            ))
+            // The eval view shares the training folder's set of skipped files: counted once.
+            Ok((Arc::new(train), Some(Arc::new(eval)), vec![train_folder]))
         }
     }
 }

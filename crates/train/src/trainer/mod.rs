@@ -439,7 +439,16 @@ fn run_replica(
         peering,
         resume,
     };
-    let outcome = with_stack(stack, task)?;
+    let outcome = match with_stack(stack, task) {
+        Ok(outcome) => outcome,
+        Err(error) if resume.is_none() && !any_step_logged(&run_dir) => {
+            // Refused before training (e.g. no `auto` checkpoint plan fits the first batch):
+            // the fresh folder holds nothing of value and is removed.
+            std::fs::remove_dir_all(&run_dir).ok();
+            return Err(error);
+        }
+        Err(error) => return Err(error),
+    };
     if let Some(eval) = &outcome.eval {
         println!(
             "held-out accuracy: {:.2}% ({} / {})",
@@ -471,6 +480,11 @@ fn open_resume(recipe: &Recipe, file: &Path, options: &RunOptions) -> Result<Opt
     let resume = Resume::open(path)?;
     resume.check_recipe(recipe, file)?;
     Ok(Some(resume))
+}
+
+/// Whether `run_dir`'s log holds a step.
+fn any_step_logged(run_dir: &Path) -> bool {
+    std::fs::metadata(run_dir.join("log.jsonl")).is_ok_and(|m| m.len() > 0)
 }
 
 /// `runs/<recipe file stem>`.

@@ -23,6 +23,7 @@ mod tier3 {
     mod amp_training;
     mod bench_harness;
     mod checkpoint_training;
+    mod corrupt_images;
     mod ddp_step;
     mod kernel_routes;
     mod launch;

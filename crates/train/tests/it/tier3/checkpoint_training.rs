@@ -97,7 +97,11 @@ fn auto_checkpoints_what_the_budget_needs_and_trains_like_plain_blocks() {
         );
     }
 
-    // One byte cannot hold any plan: the error names the key.
+    // One byte cannot hold any plan: the error names the key, and the refused run leaves no
+    // run folder behind (the plan needs the first batch, so the folder existed meanwhile).
+    let runs = root.path().join("runs");
+    let folders = |runs: &std::path::Path| std::fs::read_dir(runs).unwrap().count();
+    let before = folders(&runs);
     let err = run_summary(
         root.path(),
         &["checkpoint.mode=auto", "checkpoint.budget=1"],
@@ -105,4 +109,5 @@ fn auto_checkpoints_what_the_budget_needs_and_trains_like_plain_blocks() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("checkpoint.budget"), "{err}");
+    assert_eq!(folders(&runs), before, "the refused run left its folder");
 }
