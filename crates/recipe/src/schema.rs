@@ -503,8 +503,11 @@ impl Default for MockSection {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainSection {
-    /// Samples per step.
+    /// Samples per step, or per micro-batch with `accumulate` > 1.
     pub batch_size: usize,
+    /// Micro-batches of `batch_size` per optimizer step, their gradients summed (gradient
+    /// accumulation: an effective batch of `accumulate × batch_size` in the memory of one).
+    pub accumulate: usize,
     /// Optimizer steps; the run ends after this many (epochs repeat as needed).
     pub max_steps: usize,
     /// Read metrics back from the device every this many steps (and at the last step).
@@ -550,6 +553,7 @@ impl Default for TrainSection {
     fn default() -> Self {
         Self {
             batch_size: 128,
+            accumulate: 1,
             max_steps: 200,
             log_every: 10,
             seed: 42,

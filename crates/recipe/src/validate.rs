@@ -13,6 +13,7 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
         ("data.mock.images_per_class", r.data.mock.images_per_class),
         ("data.mock.image_size", r.data.mock.image_size),
         ("train.batch_size", r.train.batch_size),
+        ("train.accumulate", r.train.accumulate),
         ("train.max_steps", r.train.max_steps),
         ("train.log_every", r.train.log_every),
         ("train.nonfinite_limit", r.train.nonfinite_limit),

@@ -6,7 +6,7 @@ use crate::recipe::{OnNonFinite, Recipe};
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::optim::GradientsParams;
+use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{DType, FloatDType, Int, Tensor};
 use burnacc_amp::optim::{OptimizerStateData, SyncFreeOptimizer};
 use burnacc_amp::scaler::{GradScaler, GradScalerState};
@@ -192,23 +192,88 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         mark: &mut dyn FnMut(Phase) -> Result<()>,
         sync: GradientSync<'_, M>,
     ) -> Result<(M, StepOutput<B>)> {
-        let guard = self
-            .autocast
-            .map(autocast)
-            .transpose()
-            .expect("the recipe's amp.dtype is f16 or bf16");
+        self.step_accumulated(model, lr, [forward], mark, sync)
+    }
+
+    /// One optimizer step over several micro-batches (`train.accumulate`), as
+    /// [`Stepper::step_synced`] over one: each `forwards[i]` runs its micro-batch and its
+    /// backward pass, the gradients are summed (each micro-batch's mean loss weighted `1 / k`,
+    /// so equal micro-batches give the gradient of the joined batch's mean), then synced with
+    /// the other processes once (PyTorch DDP's `no_sync` on the other micro-batches),
+    /// unscaled, and applied in one update. The loss scaler scales every micro-batch's loss
+    /// with the same scale. Micro-batch 0 draws the random values a step without accumulation
+    /// draws; micro-batch `i` from a seed derived from the step's and `i`. The output holds
+    /// the step's loss (the mean over the micro-batches) and every micro-batch's logits and
+    /// labels, concatenated.
+    pub fn step_accumulated<F>(
+        &mut self,
+        model: M,
+        lr: f64,
+        forwards: impl IntoIterator<Item = F>,
+        mark: &mut dyn FnMut(Phase) -> Result<()>,
+        sync: GradientSync<'_, M>,
+    ) -> Result<(M, StepOutput<B>)>
+    where
+        F: FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    {
+        let forwards: Vec<F> = forwards.into_iter().collect();
+        let micro_batches = forwards.len();
+        assert!(micro_batches > 0, "a step runs at least one micro-batch");
         // Every step draws from a generator seeded for it, and every block run through the
         // tape from one seeded for its position: dropout inside a checkpointed block draws the
         // same masks when it is recomputed, and a step draws the same values whichever blocks
         // are checkpointed (what the recomputes of an earlier step drew does not carry over).
         let step_seed = block_seed(self.seed, self.steps);
-        B::seed(&self.device, step_seed);
-        let mut tape = CheckpointTape::with_rng_replay(step_seed);
         self.steps += 1;
-        let (logits, labels) = forward(&model, &mut tape);
-        let loss = self.loss_fn.forward(logits.clone(), labels.clone());
-        drop(guard);
-        let output_loss = loss.clone().detach();
+        let mut losses = Vec::with_capacity(micro_batches);
+        let mut outputs = Vec::with_capacity(micro_batches);
+        let mut summed: Option<GradientsParams> = None;
+        let mut accumulator = GradientsAccumulator::<M>::new();
+        let mut checkpointed_blocks = 0;
+        for (i, forward) in forwards.into_iter().enumerate() {
+            let seed = if i == 0 {
+                step_seed
+            } else {
+                block_seed(step_seed, i)
+            };
+            B::seed(&self.device, seed);
+            let mut tape = CheckpointTape::with_rng_replay(seed);
+            let guard = self
+                .autocast
+                .map(autocast)
+                .transpose()
+                .expect("the recipe's amp.dtype is f16 or bf16");
+            let (logits, labels) = forward(&model, &mut tape);
+            let loss = self.loss_fn.forward(logits.clone(), labels.clone());
+            drop(guard);
+            // Without accumulation the loss is used as it is (bit for bit as ever).
+            let loss = if micro_batches > 1 {
+                loss.div_scalar(micro_batches as f64)
+            } else {
+                loss
+            };
+            losses.push(loss.clone().detach());
+            outputs.push((logits.detach(), labels));
+            mark(Phase::Forward)?;
+            let scaled = self.scaler.scale(loss)?;
+            checkpointed_blocks = tape.len();
+            let grads = if tape.is_empty() {
+                GradientsParams::from_grads(scaled.backward(), &model)
+            } else {
+                tape.backward(scaled, &model)
+            };
+            mark(Phase::Backward)?;
+            if micro_batches == 1 {
+                summed = Some(grads);
+            } else {
+                accumulator.accumulate(&model, grads);
+            }
+        }
+        let grads = summed.unwrap_or_else(|| accumulator.grads());
+        let output_loss = losses
+            .into_iter()
+            .reduce(|a, b| a + b)
+            .expect("at least one micro-batch");
         let nonfinite_loss = self.skip_nonfinite.then(|| {
             output_loss
                 .clone()
@@ -218,15 +283,6 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
                 .float()
                 .cast(DType::F32)
         });
-        mark(Phase::Forward)?;
-        let scaled = self.scaler.scale(loss)?;
-        let checkpointed_blocks = tape.len();
-        let grads = if tape.is_empty() {
-            GradientsParams::from_grads(scaled.backward(), &model)
-        } else {
-            tape.backward(scaled, &model)
-        };
-        mark(Phase::Backward)?;
         let grads = sync(&model, grads)?;
         mark(Phase::AllReduce)?;
         let grads = self.scaler.unscale(&model, grads)?;
@@ -238,11 +294,17 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
         let model = self.optim.step(lr, model, grads, found_inf.as_ref());
         self.scaler.update()?;
         mark(Phase::Optimizer)?;
+        let (logits, labels) = if outputs.len() == 1 {
+            outputs.pop().expect("one micro-batch")
+        } else {
+            let (logits, labels): (Vec<_>, Vec<_>) = outputs.into_iter().unzip();
+            (Tensor::cat(logits, 0), Tensor::cat(labels, 0))
+        };
         Ok((
             model,
             StepOutput {
                 loss: output_loss,
-                logits: logits.detach(),
+                logits,
                 labels,
                 found_inf,
                 nonfinite_loss,

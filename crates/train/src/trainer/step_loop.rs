@@ -131,26 +131,32 @@ where
     let mut auto_plan: Option<Vec<bool>> = None;
 
     for step in start.step..total {
-        let batch = match batches.next() {
-            Some(batch) => batch?,
-            None => {
-                epoch += 1;
-                batches_in_epoch = 0;
-                batches = loader.batches(epoch);
-                batches
-                    .next()
-                    .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
-            }
-        };
-        batches_in_epoch += 1;
-        let batch_size = S::samples(&batch);
+        // `train.accumulate` micro-batches per optimizer step.
+        let mut micro_batches = Vec::with_capacity(recipe.train.accumulate);
+        for _ in 0..recipe.train.accumulate {
+            let batch = match batches.next() {
+                Some(batch) => batch?,
+                None => {
+                    epoch += 1;
+                    batches_in_epoch = 0;
+                    batches = loader.batches(epoch);
+                    batches
+                        .next()
+                        .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
+                }
+            };
+            batches_in_epoch += 1;
+            micro_batches.push(batch);
+        }
+        let batch_size: usize = micro_batches.iter().map(S::samples).sum();
         let lr = learning_rate(&recipe.optim, step, total);
         let mode = recipe.checkpoint.mode;
         if mode == CheckpointMode::Auto && auto_plan.is_none() {
             let budget = recipe.checkpoint.budget_bytes().expect("auto has a budget");
+            let first = &micro_batches[0];
             let costs =
                 measure_blocks::<B, M>(&model, stack, device, stepper.autocast(), |m, probe| {
-                    m.classify_probed(batch.clone(), device, probe)
+                    m.classify_probed(first.clone(), device, probe)
                 });
             let (plan, summary) = plan_auto(&costs, budget)?;
             eprintln!("checkpoint: auto: {summary}");
@@ -160,14 +166,24 @@ where
         // Every mode runs the blocks through the step's tape, which seeds each block's random
         // draws by its position: dropout and stochastic depth draw the same values whichever
         // blocks are checkpointed.
-        let forward = |model: &M, tape: &mut CheckpointTape<B>| match mode {
-            CheckpointMode::None => model.classify_checkpointed(batch, device, tape, &|_| false),
-            CheckpointMode::Blocks => model.classify_checkpointed(batch, device, tape, &|_| true),
-            CheckpointMode::Auto => {
-                let plan = auto_plan.as_deref().expect("planned above");
-                model.classify_checkpointed(batch, device, tape, &|i| plan[i])
-            }
-        };
+        let plan = auto_plan.as_deref();
+        let forwards: Vec<_> = micro_batches
+            .into_iter()
+            .map(|batch| {
+                move |model: &M, tape: &mut CheckpointTape<B>| match mode {
+                    CheckpointMode::None => {
+                        model.classify_checkpointed(batch, device, tape, &|_| false)
+                    }
+                    CheckpointMode::Blocks => {
+                        model.classify_checkpointed(batch, device, tape, &|_| true)
+                    }
+                    CheckpointMode::Auto => {
+                        let plan = plan.expect("planned above");
+                        model.classify_checkpointed(batch, device, tape, &|i| plan[i])
+                    }
+                }
+            })
+            .collect();
         let mut sync = |model: &M, grads: GradientsParams| -> Result<GradientsParams> {
             Ok(match peer {
                 Some(peer) => peer.all_reduce_gradients::<B, M>(model, grads)?,
@@ -179,14 +195,14 @@ where
                 &mut stepper,
                 model,
                 lr,
-                forward,
+                forwards,
                 &mut sync,
                 device,
                 p,
                 step,
                 batch_size,
             )?,
-            None => stepper.step_synced(model, lr, forward, &mut |_| Ok(()), &mut sync)?,
+            None => stepper.step_accumulated(model, lr, forwards, &mut |_| Ok(()), &mut sync)?,
         };
         model = next;
         stats.checkpointed_blocks = out.checkpointed_blocks;
@@ -336,17 +352,20 @@ fn over_all_processes<B: burn::tensor::backend::Backend>(
 /// One step with its phases synchronised and recorded, and the ops `Acc` saw traced; writes
 /// the trace after the last profiled step.
 #[allow(clippy::too_many_arguments)]
-fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>>(
+fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>, F>(
     stepper: &mut Stepper<B, M>,
     model: M,
     lr: f64,
-    forward: impl FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    forwards: Vec<F>,
     sync: GradientSync<'_, M>,
     device: &B::Device,
     profiler: &mut Profiler,
     step: usize,
     samples: usize,
-) -> Result<(M, StepOutput<B>)> {
+) -> Result<(M, StepOutput<B>)>
+where
+    F: FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+{
     B::sync(device)?;
     let start = Instant::now();
     let mut last = start;
@@ -358,7 +377,7 @@ fn profiled_step<B: CheckpointBackend, M: AutodiffModule<B>>(
         last = now;
         Ok(())
     };
-    let result = stepper.step_synced(model, lr, forward, mark, sync);
+    let result = stepper.step_accumulated(model, lr, forwards, mark, sync);
     profiler.ops(&trace::stop_tracing());
     let args = serde_json::json!({ "samples": samples });
     profiler.phase(&format!("step {}", step + 1), start, last, args);

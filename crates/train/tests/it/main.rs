@@ -20,6 +20,7 @@ mod tier2 {
     mod run_dir;
 }
 mod tier3 {
+    mod accumulate;
     mod amp_training;
     mod bench_harness;
     mod checkpoint_training;

@@ -134,10 +134,12 @@ fn a_resnet_resumes_bit_for_bit_on_cpu_eager_and_acc() {
 }
 
 #[test]
-fn a_swin_with_stochastic_depth_and_adamw_resumes_bit_for_bit_on_cpu_acc() {
+fn a_swin_with_stochastic_depth_adamw_and_accumulation_resumes_bit_for_bit_on_cpu_acc() {
     let root = tempfile::tempdir().unwrap();
     let sets: Vec<String> = [
         "model.drop_path_rate=0.2",
+        // Two micro-batches per step: step 2 ends on the first batch of epoch 1.
+        "train.accumulate=2",
         "train.save_every=2",
         "train.keep_last=0",
         "train.save_model=true",
