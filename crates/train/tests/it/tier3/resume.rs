@@ -133,6 +133,25 @@ fn a_resnet_resumes_bit_for_bit_on_cpu_eager_and_acc() {
     }
 }
 
+/// wgpu (Mesa's lavapipe here): Burn's fusion on `acc` and autotuned kernels choose the same
+/// way within one process, so a resumed run repeats the uninterrupted one exactly there too.
+#[test]
+fn a_resnet_resumes_bit_for_bit_on_wgpu_eager_and_acc() {
+    for mode in [Mode::Eager, Mode::Acc] {
+        let root = tempfile::tempdir().unwrap();
+        let recipe = tiny_recipe(
+            root.path(),
+            5,
+            &[
+                "train.save_every=3",
+                "train.keep_last=0",
+                "train.eval=false",
+            ],
+        );
+        resumes_bit_for_bit(&recipe, Stack::new(mode, DeviceSpec::Wgpu), 3);
+    }
+}
+
 #[test]
 fn a_swin_with_stochastic_depth_adamw_and_accumulation_resumes_bit_for_bit_on_cpu_acc() {
     let root = tempfile::tempdir().unwrap();
@@ -480,5 +499,77 @@ fn a_run_killed_with_sigkill_resumes_from_its_last_complete_checkpoint() {
     assert!(
         partial_steps(&run_dir).is_empty(),
         "a partial checkpoint was left behind"
+    );
+}
+
+/// `launch` of two `train` processes on `recipe`, resuming from `resume` if given.
+fn launch_two(recipe: &Path, resume: Option<&Path>) {
+    let port = burnacc_tests::processes::free_port_block(3);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_launch"));
+    command
+        .args([
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            &port.to_string(),
+            "--",
+        ])
+        .arg(recipe)
+        .arg("--quiet");
+    if let Some(dir) = resume {
+        command.arg("--resume").arg(dir);
+    }
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    let status =
+        burnacc_tests::processes::wait_bounded(&mut child, Duration::from_secs(600), "launch");
+    assert!(status.success(), "launch: {status}");
+}
+
+/// Two processes under `launch`: every rank loads the checkpoint, rank 0 alone writes; the
+/// resumed run repeats the uninterrupted one's losses and final weights exactly.
+#[test]
+fn two_launched_processes_resume_bit_for_bit() {
+    let root = tempfile::tempdir().unwrap();
+    let text = tiny_swin_text(root.path(), 4)
+        .replace("batch_size = 8", "batch_size = 4")
+        .replace(
+            "save_model = false",
+            "save_model = true\n        save_every = 2\n        keep_last = 0\n        eval = false",
+        );
+    let recipe = root.path().join("ddp.toml");
+    let sections = "[backend]\nmode = \"acc\"\ndevice = \"cpu\"\n[ddp]\ntimeout_secs = 60\n";
+    std::fs::write(&recipe, format!("{text}\n{sections}")).unwrap();
+
+    launch_two(&recipe, None);
+    let run_dir = root.path().join("runs").join("run-1");
+    let log = |dir: &Path| -> Vec<f64> {
+        std::fs::read_to_string(dir.join("log.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let whole = log(&run_dir);
+    assert_eq!(whole.len(), 4);
+    let last = checkpoint_dir(&run_dir, 4).join("model.safetensors");
+    let whole_weights = tensors(&std::fs::read(&last).unwrap());
+
+    launch_two(&recipe, Some(&checkpoint_dir(&run_dir, 2)));
+    let runs: Vec<_> = std::fs::read_dir(root.path().join("runs"))
+        .unwrap()
+        .collect();
+    assert_eq!(
+        runs.len(),
+        1,
+        "the resumed run wrote into its own run folder only"
+    );
+    assert_eq!(log(&run_dir), whole, "losses after resuming both processes");
+    assert!(
+        tensors(&std::fs::read(&last).unwrap()) == whole_weights,
+        "the final weights after resuming both processes differ"
     );
 }
