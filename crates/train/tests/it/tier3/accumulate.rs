@@ -129,3 +129,33 @@ fn two_micro_batches_under_the_loss_scaler_train_like_the_joined_batch() {
         "scale after {STEPS} steps"
     );
 }
+
+/// Two replicas (`[ddp] devices`, one thread each) of 2 micro-batches of 2 samples: the same 8
+/// samples per optimizer step as one device on the joined batch, the gradients all-reduced
+/// once per optimizer step, after both micro-batches.
+#[test]
+fn accumulation_under_data_parallelism_trains_like_the_joined_batch() {
+    let root = tempfile::tempdir().unwrap();
+    let stack = Stack::new(Mode::Acc, DeviceSpec::Cpu);
+    let joined = losses(&run(root.path(), stack, &["train.batch_size=8"]));
+    let text = tiny_swin_text(root.path(), STEPS)
+        .replace("batch_size = 8", "batch_size = 2\n        accumulate = 2")
+        .replace("runs\"", "runs-ddp\"");
+    let recipe = root.path().join("ddp.toml");
+    let sections = "[backend]\nmode = \"acc\"\ndevice = \"cpu\"\n[ddp]\ndevices = [\"cpu\", \"cpu\"]\ntimeout_secs = 60\n";
+    std::fs::write(&recipe, format!("{text}\n{sections}")).unwrap();
+    let options = RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let summary = burnacc_train::trainer::run_recipe(&recipe, &options).unwrap();
+    let replicated = losses(&summary);
+    let tolerance = tolerance(OpKind::Reduction, Precision::F32, Pass::Backward);
+    for (step, (a, j)) in replicated.iter().zip(&joined).enumerate() {
+        assert!(
+            tolerance.excess(*a, *j) <= 1.0,
+            "step {}: 2 replicas × 2 micro-batches {a} vs joined {j}",
+            step + 1
+        );
+    }
+}
