@@ -65,6 +65,28 @@ pub fn load_model<B: Backend, M: Module<B>>(
     bytes: Vec<u8>,
     file: &Path,
 ) -> Result<M> {
+    // Burn's store loads a tensor in the dtype of the file: a checkpoint in another dtype
+    // would change the model's silently.
+    let (_, header) = SafeTensors::read_metadata(&bytes)
+        .map_err(|e| anyhow!("{}: not a safetensors file ({e})", file.display()))?;
+    let dtypes: HashMap<String, DType> = model
+        .collect(None, None, false)
+        .into_iter()
+        .map(|s| (s.full_path(), s.dtype))
+        .collect();
+    let mut infos: Vec<_> = header.tensors().into_iter().collect();
+    infos.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, info) in infos {
+        if let Some(expected) = dtypes.get(&name)
+            && dtype_from_file(info.dtype).ok() != Some(*expected)
+        {
+            bail!(
+                "{}: `{name}` is {:?} in the file, {expected:?} in the model",
+                file.display(),
+                info.dtype
+            );
+        }
+    }
     let mut store = SafetensorsStore::from_bytes(Some(bytes)).allow_partial(true);
     let result = model
         .load_from(&mut store)
@@ -152,17 +174,17 @@ pub fn load_optimizer<B: Backend, M: Module<B>>(
         .and_then(|m| m.get(OPTIMIZER_KEY))
         .ok_or_else(|| bad(format!("no `{OPTIMIZER_KEY}` in its metadata")))?
         .clone();
-    let params: HashMap<String, (ParamId, Vec<usize>)> = model
+    let params: HashMap<String, (ParamId, Vec<usize>, DType)> = model
         .collect(None, None, false)
         .into_iter()
-        .filter_map(|s| Some((s.full_path(), (s.tensor_id?, s.shape.to_vec()))))
+        .filter_map(|s| Some((s.full_path(), (s.tensor_id?, s.shape.to_vec(), s.dtype))))
         .collect();
     let mut state: HashMap<ParamId, ParamStateData> = HashMap::new();
     for (name, view) in tensors.tensors() {
         let (path, buffer) = name
             .rsplit_once('.')
             .ok_or_else(|| bad(format!("tensor `{name}` is not `<parameter>.<buffer>`")))?;
-        let (id, shape) = params
+        let (id, shape, param_dtype) = params
             .get(path)
             .ok_or_else(|| bad(format!("state of `{path}`, which the model does not have")))?;
         let entry = state.entry(*id).or_insert_with(|| ParamStateData {
@@ -185,6 +207,14 @@ pub fn load_optimizer<B: Backend, M: Module<B>>(
             }
             let dtype = dtype_from_file(view.dtype())
                 .with_context(|| format!("{}: `{name}`", file.display()))?;
+            // The optimizers keep state in the parameter's dtype.
+            if dtype != *param_dtype {
+                bail!(
+                    "{}: `{name}` is {dtype:?} in the file, but the parameter `{path}` is \
+                     {param_dtype:?}",
+                    file.display()
+                );
+            }
             let data =
                 TensorData::from_bytes_vec(view.data().to_vec(), view.shape().to_vec(), dtype);
             entry.buffers.push((buffer.to_owned(), data));

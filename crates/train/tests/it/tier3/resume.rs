@@ -70,6 +70,40 @@ fn tensors(bytes: &[u8]) -> BTreeMap<String, (String, Vec<usize>, Vec<u8>)> {
         .collect()
 }
 
+/// A safetensors file with its f32 tensors whose name passes `convert` converted to f64 (the
+/// others as they are), and its metadata kept.
+fn in_f64(bytes: &[u8], convert: fn(&str) -> bool) -> Vec<u8> {
+    use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+    let file = SafeTensors::deserialize(bytes).unwrap();
+    let (_, header) = SafeTensors::read_metadata(bytes).unwrap();
+    let converted: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            let (dtype, data) = if view.dtype() == Dtype::F32 && convert(&name) {
+                let wide = view
+                    .data()
+                    .chunks_exact(4)
+                    .flat_map(|b| {
+                        f64::from(f32::from_le_bytes(b.try_into().unwrap())).to_le_bytes()
+                    })
+                    .collect();
+                (Dtype::F64, wide)
+            } else {
+                (view.dtype(), view.data().to_vec())
+            };
+            (name, dtype, view.shape().to_vec(), data)
+        })
+        .collect();
+    let views = converted.iter().map(|(name, dtype, shape, data)| {
+        (
+            name.clone(),
+            TensorView::new(*dtype, shape.clone(), data).unwrap(),
+        )
+    });
+    safetensors::serialize(views, header.metadata().clone()).unwrap()
+}
+
 /// Trains `recipe` (which saves at step `at` and at its end) on `stack`, then resumes it from
 /// its checkpoint at step `at`, and checks that the resumed run repeats the uninterrupted
 /// run's last steps bit for bit: logged losses, the final checkpoint's weights and optimizer
@@ -333,8 +367,23 @@ fn checkpoints_that_do_not_fit_are_refused_naming_the_file_and_the_mismatch() {
     b.refused(&b.recipe, &[&model_name, "another model"]);
     b.replace("model.safetensors", &original);
 
-    // A foreign file in the optimizer's place.
+    // The same weights and optimizer state in f64: whole, right shapes, wrong dtype.
+    b.replace("model.safetensors", &in_f64(&original, |_| true));
+    b.refused(
+        &b.recipe,
+        &[&model_name, "is F64 in the file, F32 in the model"],
+    );
+    b.replace("model.safetensors", &original);
     let optimizer = std::fs::read(dir.join("optimizer.safetensors")).unwrap();
+    // The step counters stay f32 (they are f32 whatever the parameter's dtype).
+    b.replace(
+        "optimizer.safetensors",
+        &in_f64(&optimizer, |name| !name.ends_with(".step")),
+    );
+    b.refused(&b.recipe, &[&optimizer_name, "is F64 in the file"]);
+    b.replace("optimizer.safetensors", &optimizer);
+
+    // A foreign file in the optimizer's place.
     b.replace("optimizer.safetensors", b"not a tensor file");
     b.refused(&b.recipe, &[&optimizer_name, "not a safetensors file"]);
     // The wide run's optimizer state: momentum buffers of other shapes.
