@@ -3,7 +3,7 @@
 //! it). Every other key must equal the checkpoint's, or the resumed run would not continue the
 //! same training.
 
-use super::{Recipe, Schedule};
+use super::Recipe;
 use std::collections::BTreeMap;
 
 /// Keys (or whole sections, ending in `.`) a resumed run may set freely.
@@ -50,11 +50,12 @@ impl std::fmt::Display for KeyChange {
 }
 
 /// The training-relevant keys on which `given` differs from `saved`, sorted. `train.max_steps`
-/// may grow or shrink unless the learning rate decays over it (`optim.schedule = "cosine"`).
+/// may grow or shrink unless the learning rate's schedule depends on it (cosine, linear,
+/// onecycle).
 pub fn training_key_changes(saved: &Recipe, given: &Recipe) -> Vec<KeyChange> {
     let (a, b) = (flatten(saved), flatten(given));
-    let max_steps_free =
-        saved.optim.schedule == Schedule::Constant && given.optim.schedule == Schedule::Constant;
+    let max_steps_free = !saved.optim.schedule.depends_on_max_steps()
+        && !given.optim.schedule.depends_on_max_steps();
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     keys.into_iter()
         .filter(|key| {

@@ -588,8 +588,31 @@ pub enum OptimizerName {
 pub enum Schedule {
     /// `lr` throughout (after warm-up).
     Constant,
-    /// Cosine decay from `lr` to `min_lr` over `max_steps` (after warm-up).
+    /// Cosine decay from `lr` to `min_lr` over `max_steps` (after warm-up): PyTorch's
+    /// `CosineAnnealingLR` with `T_max` the steps after warm-up minus one.
     Cosine,
+    /// `lr × gamma` every `step_size` steps (after warm-up): PyTorch's `StepLR`.
+    Step,
+    /// `lr × gamma` at each of `milestones` (steps after warm-up): PyTorch's `MultiStepLR`.
+    Multistep,
+    /// Linear decay from `lr` after warm-up to 0 at `max_steps`: Hugging Face's
+    /// `get_linear_schedule_with_warmup`, BERT's fine-tuning schedule.
+    Linear,
+    /// PyTorch's `OneCycleLR` over `max_steps` (cosine annealing, two phases): from
+    /// `lr / div_factor` up to `lr` over the first `pct_start` of the steps, then down to
+    /// `lr / div_factor / final_div_factor`. Has its own warm-up (`warmup_steps` must be 0).
+    Onecycle,
+}
+
+impl Schedule {
+    /// Whether the learning rate at a step depends on `train.max_steps` (a resumed run may
+    /// change `max_steps` only when it does not).
+    pub fn depends_on_max_steps(self) -> bool {
+        matches!(
+            self,
+            Schedule::Cosine | Schedule::Linear | Schedule::Onecycle
+        )
+    }
 }
 
 /// `[optim]`
@@ -610,12 +633,24 @@ pub struct OptimSection {
     pub betas: [f64; 2],
     /// Adam's ε.
     pub eps: f64,
-    /// constant or cosine.
+    /// constant, cosine, step, multistep, linear or onecycle.
     pub schedule: Schedule,
     /// Linear warm-up steps from 0 to `lr`.
     pub warmup_steps: usize,
     /// Final learning rate of the cosine schedule.
     pub min_lr: f64,
+    /// `step`: steps between decays.
+    pub step_size: usize,
+    /// `step`, `multistep`: the decay factor.
+    pub gamma: f64,
+    /// `multistep`: the steps (after warm-up) at which the rate decays, increasing.
+    pub milestones: Vec<usize>,
+    /// `onecycle`: the fraction of the steps spent rising.
+    pub pct_start: f64,
+    /// `onecycle`: the first rate is `lr / div_factor`.
+    pub div_factor: f64,
+    /// `onecycle`: the last rate is `lr / div_factor / final_div_factor`.
+    pub final_div_factor: f64,
 }
 
 impl Default for OptimSection {
@@ -631,6 +666,12 @@ impl Default for OptimSection {
             schedule: Schedule::Cosine,
             warmup_steps: 0,
             min_lr: 0.0,
+            step_size: 30,
+            gamma: 0.1,
+            milestones: Vec::new(),
+            pct_start: 0.3,
+            div_factor: 25.0,
+            final_div_factor: 1e4,
         }
     }
 }

@@ -84,8 +84,62 @@ pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
     if o.nesterov && o.momentum == 0.0 {
         return Err(("optim.nesterov", "needs optim.momentum > 0".into()));
     }
+    check_schedule(o)?;
     validate_family(r)?;
     r.amp.validate(r.backend.mode == super::Mode::Acc)
+}
+
+/// The keys of the chosen learning-rate schedule.
+fn check_schedule(o: &super::OptimSection) -> Result<(), (&'static str, String)> {
+    use super::Schedule;
+    let positive_finite = |key: &'static str, value: f64| {
+        if value > 0.0 && value.is_finite() {
+            Ok(())
+        } else {
+            Err((key, format!("must be a finite number > 0 (got {value})")))
+        }
+    };
+    match o.schedule {
+        Schedule::Step => {
+            positive_finite("optim.gamma", o.gamma)?;
+            if o.step_size == 0 {
+                return Err(("optim.step_size", "must be greater than 0 (got 0)".into()));
+            }
+        }
+        Schedule::Multistep => {
+            positive_finite("optim.gamma", o.gamma)?;
+            if o.milestones.is_empty() {
+                return Err((
+                    "optim.milestones",
+                    "schedule \"multistep\" needs at least one milestone".into(),
+                ));
+            }
+            if o.milestones.windows(2).any(|w| w[0] >= w[1]) {
+                return Err((
+                    "optim.milestones",
+                    format!("must be increasing (got {:?})", o.milestones),
+                ));
+            }
+        }
+        Schedule::Onecycle => {
+            if !(o.pct_start > 0.0 && o.pct_start < 1.0) {
+                return Err((
+                    "optim.pct_start",
+                    format!("must be in (0, 1) (got {})", o.pct_start),
+                ));
+            }
+            positive_finite("optim.div_factor", o.div_factor)?;
+            positive_finite("optim.final_div_factor", o.final_div_factor)?;
+            if o.warmup_steps > 0 {
+                return Err((
+                    "optim.warmup_steps",
+                    "schedule \"onecycle\" rises by itself (optim.pct_start); set 0".into(),
+                ));
+            }
+        }
+        Schedule::Constant | Schedule::Cosine | Schedule::Linear => {}
+    }
+    Ok(())
 }
 
 /// Image models need image datasets and text models text datasets; text-only keys in range.

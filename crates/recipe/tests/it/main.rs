@@ -2,6 +2,7 @@
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
 mod tier1 {
+    mod lr_schedules;
     mod recipes;
     mod resume_keys;
 }
