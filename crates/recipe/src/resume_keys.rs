@@ -12,6 +12,7 @@ const FREE_KEYS: &[&str] = &[
     "train.save_every",
     "train.keep_last",
     "train.eval",
+    "train.eval_every",
     "train.eval_batch_size",
     "train.eval_max_batches",
     "train.run_dir",

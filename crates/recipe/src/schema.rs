@@ -516,9 +516,12 @@ pub struct TrainSection {
     pub seed: u64,
     /// Evaluate on the held-out split at the end and print the accuracy.
     pub eval: bool,
+    /// Also evaluate every this many steps (0: only at the end), logged in `log.jsonl`.
+    pub eval_every: usize,
     /// Batch size for evaluation (default: `batch_size`).
     pub eval_batch_size: Option<usize>,
-    /// Cap on evaluation batches (default: the whole held-out split).
+    /// Cap on evaluation batches (default: the whole held-out split): a fixed-seed sample of
+    /// the whole split.
     pub eval_max_batches: Option<usize>,
     /// Folder under which each run gets a fresh `run-N` folder (default: `runs/<recipe name>`).
     pub run_dir: Option<PathBuf>,
@@ -558,6 +561,7 @@ impl Default for TrainSection {
             log_every: 10,
             seed: 42,
             eval: true,
+            eval_every: 0,
             eval_batch_size: None,
             eval_max_batches: None,
             run_dir: None,

@@ -34,6 +34,16 @@ pub struct StepRecord {
     /// Host reads through `Acc` since the previous logged step, not counting the logged
     /// metrics themselves (acc stacks; zero means the steps never waited on the device).
     pub host_reads: Option<u64>,
+    /// Held-out mean cross-entropy, at the steps that evaluate (`train.eval_every`, the
+    /// last with `train.eval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub val_loss: Option<f64>,
+    /// Held-out top-1 accuracy, at the steps that evaluate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub val_accuracy: Option<f64>,
+    /// Held-out top-5 accuracy, at the steps that evaluate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub val_top5_accuracy: Option<f64>,
 }
 
 /// Appends [`StepRecord`]s to a JSONL file.

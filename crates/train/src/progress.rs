@@ -57,8 +57,14 @@ impl Progress {
             .samples_per_sec
             .map(|s| format!(" | {s:.1} samples/s"))
             .unwrap_or_default();
+        let val = match (r.val_loss, r.val_accuracy, r.val_top5_accuracy) {
+            (Some(loss), Some(top1), Some(top5)) => {
+                format!(" | val loss {loss:.4} acc {top1:.3} top-5 {top5:.3}")
+            }
+            _ => String::new(),
+        };
         let text = format!(
-            "loss {:.4} | acc {:.3} | lr {:.3e}{speed}",
+            "loss {:.4} | acc {:.3} | lr {:.3e}{speed}{val}",
             r.loss, r.train_accuracy, r.lr
         );
         match &self.bar {

@@ -111,7 +111,9 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
     };
     let eval_config = LoaderConfig {
         batch_size: t.eval_batch_size.unwrap_or(t.batch_size),
-        shuffle: false,
+        // A capped evaluation reads a fixed-seed sample of the whole held-out set (its
+        // first batches of a shuffled order), never the first files of a sorted folder.
+        shuffle: t.eval_max_batches.is_some(),
         drop_last: false,
         ..train_config.clone()
     };

@@ -29,7 +29,7 @@ pub use peering::{Peering, process_stack, resolve_devices};
 pub use source::BatchSource;
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
-pub use step_loop::{LoopStats, Persist, train_steps};
+pub use step_loop::{Evaluator, LoopStats, Persist, train_steps};
 pub use task::{
     ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config, swin_model_config,
 };

@@ -3,6 +3,7 @@
 use super::auto_checkpoint::{AutoCheckpointSummary, measure_blocks, plan_auto};
 use super::batch::correct_count;
 use super::classify::ClassifyCheckpointed;
+use super::eval::EvalResult;
 use super::source::BatchSource;
 use super::step::{GradientSync, StepOutput, Stepper};
 use crate::log::{JsonlLog, StepRecord};
@@ -50,15 +51,22 @@ pub struct LoopStats {
     pub checkpointed_blocks: usize,
     /// What `[checkpoint] mode = "auto"` measured and chose.
     pub auto_checkpoint: Option<AutoCheckpointSummary>,
+    /// The evaluation after the last step (`train.eval`), also in the run's outcome.
+    #[serde(skip)]
+    pub final_eval: Option<EvalResult>,
 }
 
-/// Where the loop starts and what it writes to survive a stop.
-#[derive(Clone, Copy, Default)]
-pub struct Persist<'a> {
+/// Evaluates a model on the held-out split (rank 0 of a run that evaluates).
+pub type Evaluator<'a, M> = &'a dyn Fn(&M) -> Result<EvalResult>;
+
+/// Where the loop starts, what it writes to survive a stop, and how it evaluates.
+pub struct Persist<'a, M> {
     /// Step 0 of epoch 0, or a checkpoint's position (`--resume`).
     pub start: LoopStart,
     /// Writes checkpoints as the recipe says (rank 0 of a run with a run folder).
     pub writer: Option<&'a CheckpointWriter>,
+    /// Evaluates every `train.eval_every` steps and, with `train.eval`, after the last.
+    pub evaluator: Option<Evaluator<'a, M>>,
 }
 
 /// Trains `model` on batches `H` of `loader` for `recipe.train.max_steps` steps, logging every
@@ -92,7 +100,7 @@ pub fn train_steps<B, M, H, S>(
     progress: &Progress,
     mut profiler: Option<&mut Profiler>,
     peer: Option<&Peer<B::InnerBackend>>,
-    persist: Persist<'_>,
+    persist: Persist<'_, M>,
 ) -> Result<(M, LoopStats)>
 where
     B: CheckpointBackend,
@@ -221,7 +229,12 @@ where
         interval_steps += 1;
         progress.step();
 
-        let logged = step == 0 || (step + 1) % recipe.train.log_every == 0 || step + 1 == total;
+        let done = step + 1;
+        let last = done == total;
+        let evaluates = persist.evaluator.is_some()
+            && ((recipe.train.eval_every > 0 && done.is_multiple_of(recipe.train.eval_every))
+                || (last && recipe.train.eval));
+        let logged = step == 0 || done.is_multiple_of(recipe.train.log_every) || last || evaluates;
         if logged {
             B::sync(device)?;
             let elapsed = interval_start.elapsed().as_secs_f64();
@@ -264,7 +277,7 @@ where
                 speeds.push(speed);
                 (Some(speed), Some(elapsed / interval_steps as f64))
             };
-            let record = StepRecord {
+            let mut record = StepRecord {
                 step: step + 1,
                 epoch,
                 loss,
@@ -276,7 +289,20 @@ where
                 loss_scale,
                 skipped_steps,
                 host_reads,
+                val_loss: None,
+                val_accuracy: None,
+                val_top5_accuracy: None,
             };
+            if let Some(evaluate) = persist.evaluator.filter(|_| evaluates) {
+                // After the step's timing: evaluation is not training throughput.
+                let eval = evaluate(&model)?;
+                record.val_loss = Some(eval.loss);
+                record.val_accuracy = Some(eval.accuracy());
+                record.val_top5_accuracy = Some(eval.top5_accuracy());
+                if last {
+                    stats.final_eval = Some(eval);
+                }
+            }
             log.write(&record)?;
             progress.logged(&record, total);
             stats.final_loss = loss;

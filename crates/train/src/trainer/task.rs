@@ -8,7 +8,7 @@ use super::init::{init_model, init_swin, seed_device};
 use super::peering::Peering;
 use super::source::BatchSource;
 use super::step::Stepper;
-use super::step_loop::{LoopStats, Persist, inference_model, train_steps};
+use super::step_loop::{Evaluator, LoopStats, Persist, inference_model, train_steps};
 use crate::log::JsonlLog;
 use crate::profile::Profiler;
 use crate::progress::Progress;
@@ -235,6 +235,16 @@ impl TrainTask<'_> {
             Some(peering) => Some(peering.join::<B, M>(&self.recipe.ddp, &model, device)?),
             None => None,
         };
+        // Rank 0 evaluates (every `train.eval_every` steps and after the last with `train.eval`).
+        let max_batches = self.recipe.train.eval_max_batches;
+        let evaluate_model = |model: &M| match eval {
+            Some(loader) => evaluate(&inference_model(model), loader, max_batches, device),
+            None => Ok(EvalResult::default()),
+        };
+        let evaluator: Option<Evaluator<'_, M>> = match (self.run_dir, eval) {
+            (Some(_), Some(_)) => Some(&evaluate_model),
+            _ => None,
+        };
         let (model, stats) = train_steps(
             model,
             stepper,
@@ -249,6 +259,7 @@ impl TrainTask<'_> {
             Persist {
                 start,
                 writer: writer.as_ref(),
+                evaluator,
             },
         )?;
         progress.finish();
@@ -265,18 +276,7 @@ impl TrainTask<'_> {
             });
         };
 
-        let eval = match (eval, self.recipe.train.eval) {
-            (Some(loader), true) => {
-                let inner = inference_model(&model);
-                Some(evaluate(
-                    &inner,
-                    loader,
-                    self.recipe.train.eval_max_batches,
-                    device,
-                )?)
-            }
-            _ => None,
-        };
+        let eval = stats.final_eval;
         // With `save_model` the loop wrote the last step's checkpoint, which refuses weights
         // that are not finite: a diverged model never reaches model.mpk.
         let model_file = if self.recipe.train.save_model {

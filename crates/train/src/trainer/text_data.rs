@@ -86,7 +86,9 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
     };
     let eval_config = TextLoaderConfig {
         batch_size: t.eval_batch_size.unwrap_or(t.batch_size),
-        shuffle: false,
+        // A capped evaluation reads a fixed-seed sample of the whole held-out set (its
+        // first batches of a shuffled order), never the first files of a sorted folder.
+        shuffle: t.eval_max_batches.is_some(),
         drop_last: false,
         seed: t.seed,
         packing: None,

@@ -26,6 +26,7 @@ mod tier3 {
     mod checkpoint_training;
     mod corrupt_images;
     mod ddp_step;
+    mod evaluation;
     mod kernel_routes;
     mod launch;
     mod nonfinite;
