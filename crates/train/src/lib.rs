@@ -3,10 +3,12 @@
 //! The `train` binary is a thin shell over [`trainer::run_recipe`].
 
 pub mod bench;
+pub mod curves;
 pub mod kernel_cache;
 pub mod launch;
 pub mod log;
 pub mod memory;
+pub mod png;
 pub mod precision;
 pub mod profile;
 pub mod progress;

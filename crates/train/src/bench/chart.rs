@@ -2,26 +2,14 @@
 //! samples/s (the seed project's baseline-vs-accelerated plot, for every mode at once).
 
 use super::record::{BenchRecord, Status};
-use anyhow::{Context, Result};
+use crate::png::{FONT, register_font, write_png};
+use anyhow::Result;
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 use std::path::Path;
-use std::sync::Once;
 
 const WIDTH: u32 = 1000;
 const BAR_HEIGHT: u32 = 34;
 const PANEL_EXTRA: u32 = 90;
-const FONT: &str = "sans-serif";
-
-/// plotters draws text with fonts registered at run time; Ubuntu Light ships inside
-/// `epaint_default_fonts`, so no system font is needed.
-fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
-            .unwrap_or_else(|_| panic!("the bundled Ubuntu Light font is a valid TrueType font"));
-    });
-}
 
 /// The models of `records`, in order of first appearance.
 fn models(records: &[BenchRecord]) -> Vec<String> {
@@ -158,11 +146,5 @@ where
 /// Draws `records` into a PNG file at `path` (written atomically).
 pub fn write_chart(records: &[BenchRecord], path: &Path) -> Result<()> {
     let (width, height, pixels) = render(records)?;
-    let image = image::RgbImage::from_raw(width, height, pixels)
-        .expect("the buffer has width × height RGB pixels");
-    let mut png = Vec::new();
-    image
-        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .context("cannot encode the chart as PNG")?;
-    crate::run_dir::write_atomic(path, &png)
+    write_png(width, height, pixels, path)
 }

@@ -16,11 +16,12 @@ static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
 
 /// Train a model as a TOML recipe says (see configs/).
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The recipe file, e.g. configs/resnet50.toml. With --resume it may be left out: the
     /// checkpoint's own recipe is used.
-    #[arg(required_unless_present = "resume")]
     recipe: Option<PathBuf>,
     /// Continue a run from its latest complete checkpoint (a run folder, runs/<recipe>/run-N)
     /// or from one checkpoint (runs/<recipe>/run-N/checkpoints/step-S), in its run folder.
@@ -46,8 +47,31 @@ struct Args {
     profile_folder: Option<PathBuf>,
 }
 
+/// What `train` does besides training.
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Draw RUN_DIR/curves.png (loss, accuracy, learning rate, samples/s, memory against the
+    /// step) from RUN_DIR/log.jsonl, e.g. of a run still going.
+    Plot {
+        /// A run folder, runs/<recipe>/run-N.
+        run_dir: PathBuf,
+    },
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(Command::Plot { run_dir }) = &args.command {
+        return match burnacc_train::curves::write_curves(run_dir) {
+            Ok(path) => {
+                println!("{}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // Started by `launch`: this process's rank and where the others are.
     let process = match ProcessGroup::from_env() {
         Ok(process) => process,
@@ -66,7 +90,10 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        (None, None) => unreachable!("clap requires a recipe without --resume"),
+        (None, None) => {
+            eprintln!("error: give a recipe file (or --resume DIR, or plot RUN_DIR); see --help");
+            return ExitCode::FAILURE;
+        }
     };
     let options = RunOptions {
         process,

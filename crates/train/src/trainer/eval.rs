@@ -25,8 +25,7 @@ pub fn evaluate<B: Backend, H, M: Classify<B, H>, S: BatchSource<H>>(
     device: &B::Device,
 ) -> Result<EvalResult> {
     let loss_fn = CrossEntropyLossConfig::new().init(device);
-    // (top-1 correct, top-k correct, summed loss) over the batches so far.
-    let mut sums: Option<(Tensor<B, 1, Int>, Tensor<B, 1, Int>, Tensor<B, 1>)> = None;
+    let mut sums: Option<Sums<B>> = None;
     let mut samples = 0usize;
     for batch in loader.batches(0).take(max_batches.unwrap_or(usize::MAX)) {
         let batch = batch?;
@@ -62,6 +61,9 @@ pub fn evaluate<B: Backend, H, M: Classify<B, H>, S: BatchSource<H>>(
         loss: loss_sum / samples as f64,
     })
 }
+
+/// (top-1 correct, top-k correct, summed loss) over the batches so far, on the device.
+type Sums<B> = (Tensor<B, 1, Int>, Tensor<B, 1, Int>, Tensor<B, 1>);
 
 /// Samples whose label is among the `TOP_K` highest logits, as a one-element device tensor.
 ///

@@ -469,6 +469,11 @@ fn run_replica(
     }
     let json = serde_json::to_vec_pretty(&summary)?;
     write_atomic(&run_dir.join("summary.json"), &json)?;
+    // The run is complete and saved; a chart that cannot be drawn is reported, not fatal.
+    match crate::curves::write_curves(&run_dir) {
+        Ok(path) => eprintln!("curves: {}", path.display()),
+        Err(e) => eprintln!("curves: not drawn: {e:#}"),
+    }
     Ok(summary)
 }
 

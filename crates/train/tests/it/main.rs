@@ -25,6 +25,7 @@ mod tier3 {
     mod bench_harness;
     mod checkpoint_training;
     mod corrupt_images;
+    mod curves;
     mod ddp_step;
     mod evaluation;
     mod kernel_routes;
