@@ -334,7 +334,9 @@ pub struct ModelSection {
     /// Start from published weights (BERT family): minilm-l6 loads all-MiniLM-L6-v2 as
     /// fetched by `scripts/fetch_text_data.sh`. Others need `model.weights`.
     pub pretrained: bool,
-    /// A Hugging Face BERT `model.safetensors` to start from (BERT family); implies pretrained.
+    /// Weights to start from: a Hugging Face BERT `model.safetensors` (BERT family; implies
+    /// pretrained), or a timm Swin safetensors file (its classifier is kept when it has the
+    /// recipe's number of classes, and drawn afresh otherwise).
     pub weights: Option<PathBuf>,
     /// Feed-forward activation (BERT family); default: the model's (exact GELU).
     pub hidden_act: Option<HiddenActName>,

@@ -161,10 +161,27 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
         ));
     }
     if !model.is_text() {
-        if r.model.pretrained || r.model.weights.is_some() {
+        if r.model.pretrained {
             return Err((
                 "model.pretrained",
-                format!("{} has no weight import (BERT models only)", model.as_str()),
+                format!(
+                    "no published {} weights are available offline{}",
+                    model.as_str(),
+                    if model.is_swin() {
+                        ": set model.weights to a timm safetensors file"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        if r.model.weights.is_some() && !model.is_swin() {
+            return Err((
+                "model.weights",
+                format!(
+                    "{} has no weight import (Swin: timm safetensors; BERT: Hugging Face)",
+                    model.as_str()
+                ),
             ));
         }
         return Ok(());
@@ -229,10 +246,13 @@ pub(super) fn check_paths(r: &Recipe) -> Result<(), (&'static str, String)> {
             ),
         ));
     }
-    match &r.data.val_path {
-        Some(p) if !p.is_dir() => {
-            Err(("data.val_path", format!("{} is not a folder", p.display())))
-        }
+    if let Some(p) = &r.data.val_path
+        && !p.is_dir()
+    {
+        return Err(("data.val_path", format!("{} is not a folder", p.display())));
+    }
+    match &r.model.weights {
+        Some(p) if !p.is_file() => Err(("model.weights", format!("{} is not a file", p.display()))),
         _ => Ok(()),
     }
 }

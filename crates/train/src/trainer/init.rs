@@ -6,13 +6,16 @@
 //! weights are drawn on the CPU (Flex), imported there when the recipe starts from published
 //! weights, and copied to the device.
 
+use super::bert_init::PretrainedSummary;
 use anyhow::{Context, Result};
 use burn::backend::Flex;
 use burn::backend::flex::FlexDevice;
 use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::Backend;
+use burnacc_models::swin::{load_timm_swin, load_timm_swin_backbone};
 use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
+use std::path::Path;
 use std::sync::Mutex;
 
 /// Flex has one random generator per process. Runs on several threads (tests) would
@@ -48,11 +51,56 @@ pub fn init_model<B: Backend>(
 pub fn init_swin<B: Backend>(
     config: &SwinConfig,
     seed: u64,
+    weights: Option<&Path>,
     device: &B::Device,
-) -> Result<SwinTransformer<B>> {
+) -> Result<(SwinTransformer<B>, Option<PretrainedSummary>)> {
     with_host_rng(|| {
-        let host: SwinTransformer<Flex> = init_on_host(seed, |d| config.init(d));
-        to_device(host, device, |d| config.init::<B>(d))
+        let mut host: SwinTransformer<Flex> = init_on_host(seed, |d| config.init(d));
+        let summary = match weights {
+            Some(file) => Some(import_swin(&mut host, config, file)?),
+            None => None,
+        };
+        let model = to_device(host, device, |d| config.init::<B>(d))?;
+        Ok((model, summary))
+    })
+}
+
+/// Loads the timm checkpoint `file` into `model`: its classifier too when the file's has
+/// `config.num_classes` outputs, otherwise everything else (the head stays as drawn).
+fn import_swin(
+    model: &mut SwinTransformer<Flex>,
+    config: &SwinConfig,
+    file: &Path,
+) -> Result<PretrainedSummary> {
+    let bytes = std::fs::read(file)
+        .with_context(|| format!("model.weights: cannot read {}", file.display()))?;
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "model.weights: {} is not a safetensors file ({e})",
+            file.display()
+        )
+    })?;
+    let head_rows = header
+        .tensors()
+        .get("head.fc.weight")
+        .map(|info| info.shape[0]);
+    let whole = head_rows == Some(config.num_classes);
+    let report = if whole {
+        load_timm_swin(model, file)
+    } else {
+        load_timm_swin_backbone(model, file)
+    }
+    .with_context(|| format!("model.weights: cannot start from {}", file.display()))?;
+    let fresh = if whole {
+        Vec::new()
+    } else {
+        vec!["head.fc.weight".to_owned(), "head.fc.bias".to_owned()]
+    };
+    Ok(PretrainedSummary {
+        file: file.to_owned(),
+        loaded: report.applied,
+        fresh,
+        unused: report.unused,
     })
 }
 

@@ -105,8 +105,18 @@ impl TrainTask<'_> {
         match self.data {
             Data::Images(data) if self.recipe.model.name.is_swin() => {
                 let config = swin_model_config(self.recipe, data.num_classes, data.channels)?;
-                let model: SwinTransformer<B> = init_swin(&config, seed, &device)?;
-                self.finish(model, None, &data.train, data.eval.as_ref(), stack, &device)
+                let weights = self.recipe.model.weights.as_deref();
+                let (model, pretrained): (SwinTransformer<B>, _) =
+                    init_swin(&config, seed, weights, &device)?;
+                report_pretrained(pretrained.as_ref());
+                self.finish(
+                    model,
+                    pretrained,
+                    &data.train,
+                    data.eval.as_ref(),
+                    stack,
+                    &device,
+                )
             }
             Data::Images(data) => {
                 let config = model_config(self.recipe, data.num_classes, data.channels);
@@ -116,15 +126,7 @@ impl TrainTask<'_> {
             Data::Text(data) => {
                 let (model, pretrained) =
                     init_bert::<B>(self.recipe, data.num_classes, seed, &device)?;
-                if let Some(p) = &pretrained {
-                    eprintln!(
-                        "model: {} tensors from {}; new: {}; unused: {}",
-                        p.loaded,
-                        p.file.display(),
-                        list_or_none(&p.fresh),
-                        list_or_none(&p.unused)
-                    );
-                }
+                report_pretrained(pretrained.as_ref());
                 self.finish(
                     model,
                     pretrained,
@@ -135,6 +137,19 @@ impl TrainTask<'_> {
                 )
             }
         }
+    }
+}
+
+/// Says what the starting model imported.
+fn report_pretrained(pretrained: Option<&PretrainedSummary>) {
+    if let Some(p) = pretrained {
+        eprintln!(
+            "model: {} tensors from {}; new: {}; unused: {}",
+            p.loaded,
+            p.file.display(),
+            list_or_none(&p.fresh),
+            list_or_none(&p.unused)
+        );
     }
 }
 

@@ -36,6 +36,7 @@ mod tier3 {
     mod resume;
     mod swin_kernel_routes;
     mod swin_training;
+    mod swin_weights;
     mod text_training;
     mod train_modes;
 }

@@ -1,0 +1,150 @@
+//! Tier 3: a Swin recipe starts from timm weights (`model.weights`): the whole model when the
+//! file's classifier has the recipe's classes, the backbone with a fresh classifier otherwise;
+//! a file of another configuration is refused naming it, and so is `model.weights` for a model
+//! without an import. The weights are the timm fixture of the parity tests
+//! (`models/tests/fixtures/swin_w4_36px.safetensors`, `scripts/record_swin_fixture.py`).
+
+use burnacc_train::recipe::{DeviceSpec, Mode, Recipe, parse_recipe};
+use burnacc_train::stack::Stack;
+use burnacc_train::trainer::{RunOptions, RunSummary, run_checked};
+use std::path::{Path, PathBuf};
+
+use crate::common::losses;
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/tests/fixtures/swin_w4_36px.safetensors")
+}
+
+/// The fixture's Swin (patch 4, window 4, width 8, depths 2-2-1-1) on 36 px mock images of
+/// `classes` classes, 2 steps, under `root`.
+fn recipe(root: &Path, classes: usize, sets: &[&str]) -> Result<Recipe, String> {
+    let text = format!(
+        r#"
+        [model]
+        name = "swin-t"
+        patch_size = 4
+        embed_dim = 8
+        depths = [2, 2, 1, 1]
+        num_heads = [2, 2, 4, 8]
+        window_size = 4
+        [data]
+        dataset = "mock-imagenet"
+        path = {mock:?}
+        image_size = 36
+        resize = 40
+        val_fraction = 0.25
+        workers = 1
+        [data.mock]
+        classes = {classes}
+        images_per_class = 4
+        image_size = 40
+        [train]
+        batch_size = 4
+        max_steps = 2
+        log_every = 1
+        save_model = false
+        eval = false
+        run_dir = {runs:?}
+        [optim]
+        name = "adamw"
+        lr = 1e-3
+        schedule = "constant"
+        [backend]
+        mode = "eager"
+        device = "cpu"
+        "#,
+        mock = root.join(format!("mock-{classes}")),
+        runs = root.join("runs"),
+    );
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    parse_recipe(&text, Path::new("swin_weights.toml"), &sets).map_err(|e| e.to_string())
+}
+
+fn train(recipe: &Recipe) -> anyhow::Result<RunSummary> {
+    let options = RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let stack = Stack::new(Mode::Eager, DeviceSpec::Cpu);
+    run_checked(recipe, Path::new("swin_weights.toml"), stack, &options)
+}
+
+#[test]
+fn a_swin_recipe_starts_from_timm_weights() {
+    let root = tempfile::tempdir().unwrap();
+    let weights = format!("model.weights={:?}", fixture().display().to_string());
+
+    // 10 classes, as the file's classifier: everything loads.
+    let whole = train(&recipe(root.path(), 10, &[&weights]).unwrap()).unwrap();
+    let p = whole
+        .outcome
+        .pretrained
+        .as_ref()
+        .expect("weights were imported");
+    assert!(p.fresh.is_empty(), "nothing drawn afresh: {:?}", p.fresh);
+    assert!(p.loaded > 30, "{} tensors loaded", p.loaded);
+    assert!(
+        p.unused.iter().any(|k| k == "logits"),
+        "the fixture's outputs are unused: {:?}",
+        p.unused
+    );
+    let drawn = train(&recipe(root.path(), 10, &[]).unwrap()).unwrap();
+    assert!(drawn.outcome.pretrained.is_none());
+    assert_ne!(
+        losses(&whole)[0],
+        losses(&drawn)[0],
+        "the imported weights changed nothing"
+    );
+
+    // 4 classes: the backbone loads, the classifier is drawn.
+    let backbone = train(&recipe(root.path(), 4, &[&weights]).unwrap()).unwrap();
+    let p = backbone.outcome.pretrained.as_ref().unwrap();
+    assert_eq!(p.fresh, ["head.fc.weight", "head.fc.bias"]);
+    assert_eq!(
+        p.loaded,
+        whole.outcome.pretrained.as_ref().unwrap().loaded - 2
+    );
+}
+
+#[test]
+fn weights_that_do_not_fit_are_refused_naming_the_file_and_the_key() {
+    let root = tempfile::tempdir().unwrap();
+    let file = fixture().display().to_string();
+    let weights = format!("model.weights={file:?}");
+    // Width 16: every tensor has another shape.
+    let wide = recipe(root.path(), 10, &[&weights, "model.embed_dim=16"]).unwrap();
+    let error = format!(
+        "{:#}",
+        train(&wide).expect_err("a width-8 file for a width-16 model")
+    );
+    assert!(
+        error.contains(&file) && error.contains("model.weights"),
+        "{error}"
+    );
+
+    // Checked with the recipe file, before any work.
+    let file_path = root.path().join("swin_weights.toml");
+    let text = burnacc_train::recipe::recipe_toml(&recipe(root.path(), 10, &[]).unwrap());
+    std::fs::write(&file_path, text).unwrap();
+    let missing = burnacc_train::recipe::load_recipe(
+        &file_path,
+        &["model.weights=\"/no/such/swin.safetensors\"".to_owned()],
+    );
+    let error = missing.expect_err("a missing file").to_string();
+    assert!(
+        error.contains("`model.weights`") && error.contains("/no/such/swin.safetensors"),
+        "{error}"
+    );
+
+    let resnet = parse_recipe(
+        "[model]\nname = \"resnet18\"\n",
+        Path::new("resnet.toml"),
+        &[weights],
+    );
+    let error = resnet.expect_err("no ResNet import").to_string();
+    assert!(
+        error.contains("`model.weights`") && error.contains("resnet18"),
+        "{error}"
+    );
+}
