@@ -108,7 +108,6 @@ impl TrainTask<'_> {
                 let weights = self.recipe.model.weights.as_deref();
                 let (model, pretrained): (SwinTransformer<B>, _) =
                     init_swin(&config, seed, weights, &device)?;
-                report_pretrained(pretrained.as_ref());
                 self.finish(
                     model,
                     pretrained,
@@ -126,7 +125,6 @@ impl TrainTask<'_> {
             Data::Text(data) => {
                 let (model, pretrained) =
                     init_bert::<B>(self.recipe, data.num_classes, seed, &device)?;
-                report_pretrained(pretrained.as_ref());
                 self.finish(
                     model,
                     pretrained,
@@ -206,6 +204,7 @@ impl TrainTask<'_> {
         H: Clone,
         S: BatchSource<H>,
     {
+        report_pretrained(pretrained.as_ref());
         // Seeds what the device draws itself during training (e.g. dropout masks).
         seed_device::<B>(device, self.recipe.train.seed);
         let mut stepper = Stepper::new(self.recipe, device)?;

@@ -95,18 +95,29 @@ fn mock_data_and_train(root: &Path, steps: usize) -> String {
 
 /// The records of a run's `log.jsonl`.
 pub fn records(summary: &RunSummary) -> Vec<serde_json::Value> {
-    let log = std::fs::read_to_string(summary.run_dir.join("log.jsonl")).unwrap();
-    log.lines()
+    logged_records(&summary.run_dir)
+}
+
+/// The records of `run_dir/log.jsonl` (none when it has no log).
+pub fn logged_records(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("log.jsonl"))
+        .unwrap_or_default()
+        .lines()
         .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The logged losses of the run in `run_dir`.
+pub fn logged_losses(run_dir: &Path) -> Vec<f64> {
+    logged_records(run_dir)
+        .iter()
+        .map(|r| r["loss"].as_f64().unwrap())
         .collect()
 }
 
 /// The logged losses of a run.
 pub fn losses(summary: &RunSummary) -> Vec<f64> {
-    records(summary)
-        .iter()
-        .map(|r| r["loss"].as_f64().unwrap())
-        .collect()
+    logged_losses(&summary.run_dir)
 }
 
 /// `|a − b| / |b|`.

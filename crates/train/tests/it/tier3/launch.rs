@@ -4,7 +4,7 @@
 //! nodes of one process each and two devices of one process (`[ddp] devices`, one thread
 //! each); a killed process ends the other's run with an error within the recipe's timeout.
 
-use crate::common::{losses, rel, tiny_swin, tiny_swin_text};
+use crate::common::{logged_losses, losses, rel, tiny_swin, tiny_swin_text};
 use burnacc_ddp::ProcessGroup;
 use burnacc_tests::processes::{free_port_block, wait_bounded};
 use burnacc_train::recipe::{DeviceSpec, Mode};
@@ -23,18 +23,6 @@ fn run_dirs(runs: &Path) -> Vec<PathBuf> {
         Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
         Err(_) => Vec::new(),
     }
-}
-
-fn logged_losses(run_dir: &Path) -> Vec<f64> {
-    std::fs::read_to_string(run_dir.join("log.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
-                .as_f64()
-                .unwrap()
-        })
-        .collect()
 }
 
 /// Writes the tiny Swin recipe for the CPU acc stack with `batch` samples per process and

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{losses, tiny_recipe, tiny_swin_text};
+use crate::common::{logged_losses, logged_records, losses, tiny_recipe, tiny_swin_text};
 
 fn cpu_eager() -> Stack {
     Stack::new(Mode::Eager, DeviceSpec::Cpu)
@@ -523,16 +523,9 @@ fn a_run_killed_with_sigkill_resumes_from_its_last_complete_checkpoint() {
         "the last resume failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let log = std::fs::read_to_string(run_dir.join("log.jsonl")).unwrap();
-    let resumed: Vec<(u64, f64)> = log
-        .lines()
-        .map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            (
-                record["step"].as_u64().unwrap(),
-                record["loss"].as_f64().unwrap(),
-            )
-        })
+    let resumed: Vec<(u64, f64)> = logged_records(&run_dir)
+        .iter()
+        .map(|r| (r["step"].as_u64().unwrap(), r["loss"].as_f64().unwrap()))
         .collect();
     let steps: Vec<u64> = resumed.iter().map(|(s, _)| *s).collect();
     assert_eq!(
@@ -591,18 +584,7 @@ fn two_launched_processes_resume_bit_for_bit() {
 
     launch_two(&recipe, None);
     let run_dir = root.path().join("runs").join("run-1");
-    let log = |dir: &Path| -> Vec<f64> {
-        std::fs::read_to_string(dir.join("log.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
-                    .as_f64()
-                    .unwrap()
-            })
-            .collect()
-    };
-    let whole = log(&run_dir);
+    let whole = logged_losses(&run_dir);
     assert_eq!(whole.len(), 4);
     let last = checkpoint_dir(&run_dir, 4).join("model.safetensors");
     let whole_weights = tensors(&std::fs::read(&last).unwrap());
@@ -616,7 +598,11 @@ fn two_launched_processes_resume_bit_for_bit() {
         1,
         "the resumed run wrote into its own run folder only"
     );
-    assert_eq!(log(&run_dir), whole, "losses after resuming both processes");
+    assert_eq!(
+        logged_losses(&run_dir),
+        whole,
+        "losses after resuming both processes"
+    );
     assert!(
         tensors(&std::fs::read(&last).unwrap()) == whole_weights,
         "the final weights after resuming both processes differ"
