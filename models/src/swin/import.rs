@@ -11,42 +11,16 @@
 //! `layers.{i}.downsample` and `head.weight`) must first be converted with timm's
 //! `checkpoint_filter_fn` (which renames them to `layers.{i+1}.downsample` and `head.fc.weight`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::tensor::backend::Backend;
-use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore, SafetensorsStoreError};
 
 use super::model::SwinTransformer;
 use crate::bert::ImportReport;
+use crate::pytorch_import::{self, Family, PytorchImportError};
 
 /// Errors of [`load_timm_swin`] and [`load_timm_swin_backbone`]; each names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum SwinImportError {
-    /// The file is missing, unreadable or not safetensors.
-    #[error("cannot load Swin weights from {}: {reason}", .path.display())]
-    Read {
-        /// The weights file.
-        path: PathBuf,
-        /// The store's error.
-        reason: String,
-    },
-    /// Tensors had the wrong shape or dtype for this configuration.
-    #[error("Swin weights {} do not fit the model (wrong config, image or window size?): {errors}", .path.display())]
-    Mismatch {
-        /// The weights file.
-        path: PathBuf,
-        /// The store's errors, one per line.
-        errors: String,
-    },
-    /// Parameters the file does not provide.
-    #[error("Swin weights {} lack {} tensor(s) of the model, e.g. {}", .path.display(), .missing.len(), .missing.first().map(String::as_str).unwrap_or(""))]
-    Missing {
-        /// The weights file.
-        path: PathBuf,
-        /// Burn paths not found.
-        missing: Vec<String>,
-    },
-}
+pub type SwinImportError = PytorchImportError;
 
 /// LayerNorms of the model are fields named `norm`, `norm1` or `norm2`; their PyTorch names are
 /// mapped here rather than by the adapter, whose alternative-name lookup loads them but still
@@ -77,58 +51,19 @@ fn not_head(path: &str, _container: &str) -> bool {
     !path.starts_with("head.")
 }
 
+/// timm's Swin checkpoints.
+const SWIN: Family = Family {
+    name: "Swin",
+    hint: "wrong config, image or window size?",
+    remaps: &NORM_REMAPS,
+    head: "head.",
+    not_head,
+};
+
 fn load<B: Backend>(
     model: &mut SwinTransformer<B>,
     path: &Path,
     skip_head: bool,
 ) -> Result<ImportReport, SwinImportError> {
-    let read_error = |reason: String| SwinImportError::Read {
-        path: path.to_owned(),
-        reason,
-    };
-    if !path.is_file() {
-        return Err(read_error("no such file".into()));
-    }
-    let mut store = SafetensorsStore::from_file(path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        .allow_partial(true);
-    for (from, to) in NORM_REMAPS {
-        store = store.with_key_remapping(from, to);
-    }
-    if skip_head {
-        store = store.with_predicate(not_head);
-    }
-    // Shape mismatches surface as a validation failure of the whole load.
-    let result = model.load_from(&mut store).map_err(|e| match e {
-        SafetensorsStoreError::ValidationFailed(errors) => SwinImportError::Mismatch {
-            path: path.to_owned(),
-            errors,
-        },
-        other => read_error(other.to_string()),
-    })?;
-    if !result.errors.is_empty() {
-        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
-        return Err(SwinImportError::Mismatch {
-            path: path.to_owned(),
-            errors: errors.join("\n"),
-        });
-    }
-    let (mut head, missing): (Vec<String>, Vec<String>) = result
-        .missing
-        .into_iter()
-        .map(|(p, _)| p)
-        .chain(result.skipped)
-        .partition(|p| skip_head && p.starts_with("head."));
-    if !missing.is_empty() {
-        return Err(SwinImportError::Missing {
-            path: path.to_owned(),
-            missing,
-        });
-    }
-    head.sort();
-    Ok(ImportReport {
-        applied: result.applied.len(),
-        missing: head,
-        unused: result.unused,
-    })
+    pytorch_import::load(model, path, &SWIN, skip_head)
 }

@@ -5,5 +5,6 @@ mod tier2 {
     mod minilm_parity;
     mod params;
     mod resnet;
+    mod resnet_import;
     mod swin;
 }

@@ -1,0 +1,126 @@
+//! Loading PyTorch checkpoints (safetensors with a reference implementation's `state_dict`
+//! keys) into a model whose fields mirror it, through burn-store: what the timm Swin and
+//! torchvision ResNet imports share.
+//!
+//! Keys map one to one onto Burn paths, except for the family's renames (`remaps`: regexes
+//! over the file's keys, e.g. norm `weight`/`bias` → Burn's `gamma`/`beta`) and `Linear`
+//! weights, transposed from PyTorch's `[out, in]` to Burn's `[in, out]` by burn-store's
+//! `PyTorchToBurnAdapter`. Tensors are read as stored (f32 for these checkpoints).
+
+use crate::bert::ImportReport;
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore, SafetensorsStoreError};
+use std::path::{Path, PathBuf};
+
+/// Errors of a PyTorch import; each names the family and the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PytorchImportError {
+    /// The file is missing, unreadable or not safetensors.
+    #[error("cannot load {family} weights from {}: {reason}", .path.display())]
+    Read {
+        /// `Swin`, `ResNet`.
+        family: &'static str,
+        /// The weights file.
+        path: PathBuf,
+        /// The store's error.
+        reason: String,
+    },
+    /// Tensors had the wrong shape or dtype for this configuration.
+    #[error("{family} weights {} do not fit the model ({hint}): {errors}", .path.display())]
+    Mismatch {
+        /// `Swin`, `ResNet`.
+        family: &'static str,
+        /// The weights file.
+        path: PathBuf,
+        /// What usually differs.
+        hint: &'static str,
+        /// The store's errors, one per line.
+        errors: String,
+    },
+    /// Parameters the file does not provide.
+    #[error("{family} weights {} lack {} tensor(s) of the model, e.g. {}", .path.display(), .missing.len(), .missing.first().map(String::as_str).unwrap_or(""))]
+    Missing {
+        /// `Swin`, `ResNet`.
+        family: &'static str,
+        /// The weights file.
+        path: PathBuf,
+        /// Burn paths not found.
+        missing: Vec<String>,
+    },
+}
+
+/// How a family's checkpoints map onto its Burn model.
+pub(crate) struct Family {
+    /// `Swin`, `ResNet`: named in errors.
+    pub name: &'static str,
+    /// What usually differs when shapes do not fit.
+    pub hint: &'static str,
+    /// `(regex over the file's keys, replacement)`, applied in order.
+    pub remaps: &'static [(&'static str, &'static str)],
+    /// Burn path prefix of the classifier (`head.`, `fc.`).
+    pub head: &'static str,
+    /// The classifier's predicate for burn-store: everything but [`Family::head`].
+    pub not_head: fn(&str, &str) -> bool,
+}
+
+/// Loads `path` into `model`: every parameter, or all but the classifier (`skip_head`), which
+/// then keeps its initial values and is reported in [`ImportReport::missing`].
+pub(crate) fn load<B: Backend, M: Module<B>>(
+    model: &mut M,
+    path: &Path,
+    family: &Family,
+    skip_head: bool,
+) -> Result<ImportReport, PytorchImportError> {
+    let read_error = |reason: String| PytorchImportError::Read {
+        family: family.name,
+        path: path.to_owned(),
+        reason,
+    };
+    if !path.is_file() {
+        return Err(read_error("no such file".into()));
+    }
+    let mut store = SafetensorsStore::from_file(path)
+        .with_from_adapter(PyTorchToBurnAdapter)
+        .allow_partial(true);
+    for &(from, to) in family.remaps {
+        store = store.with_key_remapping(from, to);
+    }
+    if skip_head {
+        store = store.with_predicate(family.not_head);
+    }
+    let mismatch = |errors: String| PytorchImportError::Mismatch {
+        family: family.name,
+        path: path.to_owned(),
+        hint: family.hint,
+        errors,
+    };
+    // Shape mismatches surface as a validation failure of the whole load.
+    let result = model.load_from(&mut store).map_err(|e| match e {
+        SafetensorsStoreError::ValidationFailed(errors) => mismatch(errors),
+        other => read_error(other.to_string()),
+    })?;
+    if !result.errors.is_empty() {
+        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
+        return Err(mismatch(errors.join("\n")));
+    }
+    let (mut head, missing): (Vec<String>, Vec<String>) = result
+        .missing
+        .into_iter()
+        .map(|(p, _)| p)
+        .chain(result.skipped)
+        .partition(|p| skip_head && p.starts_with(family.head));
+    if !missing.is_empty() {
+        return Err(PytorchImportError::Missing {
+            family: family.name,
+            path: path.to_owned(),
+            missing,
+        });
+    }
+    head.sort();
+    Ok(ImportReport {
+        applied: result.applied.len(),
+        missing: head,
+        unused: result.unused,
+    })
+}
