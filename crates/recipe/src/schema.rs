@@ -335,8 +335,8 @@ pub struct ModelSection {
     /// fetched by `scripts/fetch_text_data.sh`. Others need `model.weights`.
     pub pretrained: bool,
     /// Weights to start from: a Hugging Face BERT `model.safetensors` (BERT family; implies
-    /// pretrained), or a timm Swin safetensors file (its classifier is kept when it has the
-    /// recipe's number of classes, and drawn afresh otherwise).
+    /// pretrained), a timm Swin or a torchvision ResNet safetensors file (their classifier is
+    /// kept when it has the recipe's number of classes, and drawn afresh otherwise).
     pub weights: Option<PathBuf>,
     /// Feed-forward activation (BERT family); default: the model's (exact GELU).
     pub hidden_act: Option<HiddenActName>,

@@ -170,17 +170,8 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
                     if model.is_swin() {
                         ": set model.weights to a timm safetensors file"
                     } else {
-                        ""
+                        ": set model.weights to a torchvision safetensors file"
                     }
-                ),
-            ));
-        }
-        if r.model.weights.is_some() && !model.is_swin() {
-            return Err((
-                "model.weights",
-                format!(
-                    "{} has no weight import (Swin: timm safetensors; BERT: Hugging Face)",
-                    model.as_str()
                 ),
             ));
         }

@@ -13,8 +13,11 @@ use burn::backend::flex::FlexDevice;
 use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::Backend;
+use burnacc_models::bert::ImportReport;
+use burnacc_models::pytorch_import::PytorchImportError;
 use burnacc_models::swin::{load_timm_swin, load_timm_swin_backbone};
 use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
+use burnacc_models::{load_torchvision_resnet, load_torchvision_resnet_backbone};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -57,7 +60,14 @@ pub fn init_swin<B: Backend>(
     with_host_rng(|| {
         let mut host: SwinTransformer<Flex> = init_on_host(seed, |d| config.init(d));
         let summary = match weights {
-            Some(file) => Some(import_swin(&mut host, config, file)?),
+            Some(file) => Some(import_checkpoint(
+                &mut host,
+                file,
+                config.num_classes,
+                "head.fc.weight",
+                load_timm_swin,
+                load_timm_swin_backbone,
+            )?),
             None => None,
         };
         let model = to_device(host, device, |d| config.init::<B>(d))?;
@@ -65,12 +75,45 @@ pub fn init_swin<B: Backend>(
     })
 }
 
-/// Loads the timm checkpoint `file` into `model`: its classifier too when the file's has
-/// `config.num_classes` outputs, otherwise everything else (the head stays as drawn).
-fn import_swin(
-    model: &mut SwinTransformer<Flex>,
-    config: &SwinConfig,
+/// `config`'s ResNet as [`init_model`] draws it, then overwritten by the torchvision
+/// checkpoint `weights` (`model.weights`), if any.
+pub fn init_resnet<B: Backend>(
+    config: &ResNetConfig,
+    seed: u64,
+    weights: Option<&Path>,
+    device: &B::Device,
+) -> Result<(ResNet<B>, Option<PretrainedSummary>)> {
+    with_host_rng(|| {
+        let mut host: ResNet<Flex> = init_on_host(seed, |d| config.init(d));
+        let summary = match weights {
+            Some(file) => Some(import_checkpoint(
+                &mut host,
+                file,
+                config.num_classes,
+                "fc.weight",
+                load_torchvision_resnet,
+                load_torchvision_resnet_backbone,
+            )?),
+            None => None,
+        };
+        let model = to_device(host, device, |d| config.init::<B>(d))?;
+        Ok((model, summary))
+    })
+}
+
+/// A loader of a PyTorch checkpoint into `M`.
+type Loader<M> = fn(&mut M, &Path) -> Result<ImportReport, PytorchImportError>;
+
+/// Loads the PyTorch checkpoint `file` into `model`: with `whole`, classifier included, when
+/// the file's classifier weight (`head_weight`, `[classes, features]`) has `num_classes`
+/// rows; otherwise with `backbone`, the classifier staying as drawn.
+fn import_checkpoint<M>(
+    model: &mut M,
     file: &Path,
+    num_classes: usize,
+    head_weight: &str,
+    whole: Loader<M>,
+    backbone: Loader<M>,
 ) -> Result<PretrainedSummary> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("model.weights: cannot read {}", file.display()))?;
@@ -80,26 +123,18 @@ fn import_swin(
             file.display()
         )
     })?;
-    let head_rows = header
-        .tensors()
-        .get("head.fc.weight")
-        .map(|info| info.shape[0]);
-    let whole = head_rows == Some(config.num_classes);
-    let report = if whole {
-        load_timm_swin(model, file)
+    let head_rows = header.tensors().get(head_weight).map(|info| info.shape[0]);
+    let load = if head_rows == Some(num_classes) {
+        whole
     } else {
-        load_timm_swin_backbone(model, file)
-    }
-    .with_context(|| format!("model.weights: cannot start from {}", file.display()))?;
-    let fresh = if whole {
-        Vec::new()
-    } else {
-        vec!["head.fc.weight".to_owned(), "head.fc.bias".to_owned()]
+        backbone
     };
+    let report = load(model, file)
+        .with_context(|| format!("model.weights: cannot start from {}", file.display()))?;
     Ok(PretrainedSummary {
         file: file.to_owned(),
         loaded: report.applied,
-        fresh,
+        fresh: report.missing,
         unused: report.unused,
     })
 }

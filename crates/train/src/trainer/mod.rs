@@ -24,7 +24,9 @@ pub use classify::{
 };
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
-pub use init::{init_model, init_on_host, init_swin, seed_device, to_device, with_host_rng};
+pub use init::{
+    init_model, init_on_host, init_resnet, init_swin, seed_device, to_device, with_host_rng,
+};
 pub use peering::{Peering, process_stack, resolve_devices};
 pub use source::BatchSource;
 pub use step::{GradientSync, Phase, StepOutput, Stepper};

@@ -4,7 +4,7 @@ use super::Data;
 use super::bert_init::{PretrainedSummary, init_bert};
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
-use super::init::{init_model, init_swin, seed_device};
+use super::init::{init_resnet, init_swin, seed_device};
 use super::peering::Peering;
 use super::source::BatchSource;
 use super::step::Stepper;
@@ -119,8 +119,17 @@ impl TrainTask<'_> {
             }
             Data::Images(data) => {
                 let config = model_config(self.recipe, data.num_classes, data.channels);
-                let model: ResNet<B> = init_model(&config, seed, &device)?;
-                self.finish(model, None, &data.train, data.eval.as_ref(), stack, &device)
+                let weights = self.recipe.model.weights.as_deref();
+                let (model, pretrained): (ResNet<B>, _) =
+                    init_resnet(&config, seed, weights, &device)?;
+                self.finish(
+                    model,
+                    pretrained,
+                    &data.train,
+                    data.eval.as_ref(),
+                    stack,
+                    &device,
+                )
             }
             Data::Text(data) => {
                 let (model, pretrained) =

@@ -28,6 +28,7 @@ mod tier3 {
     mod curves;
     mod ddp_step;
     mod evaluation;
+    mod imported_weights;
     mod kernel_routes;
     mod launch;
     mod nonfinite;
@@ -36,7 +37,6 @@ mod tier3 {
     mod resume;
     mod swin_kernel_routes;
     mod swin_training;
-    mod swin_weights;
     mod text_training;
     mod train_modes;
 }

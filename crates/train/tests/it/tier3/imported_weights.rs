@@ -1,8 +1,9 @@
-//! Tier 3: a Swin recipe starts from timm weights (`model.weights`): the whole model when the
-//! file's classifier has the recipe's classes, the backbone with a fresh classifier otherwise;
-//! a file of another configuration is refused naming it, and so is `model.weights` for a model
-//! without an import. The weights are the timm fixture of the parity tests
-//! (`models/tests/fixtures/swin_w4_36px.safetensors`, `scripts/record_swin_fixture.py`).
+//! Tier 3: Swin and ResNet recipes start from timm and torchvision weights (`model.weights`):
+//! the whole model when the file's classifier has the recipe's classes, the backbone with a
+//! fresh classifier otherwise; a file of another configuration is refused naming it, and a
+//! missing file is refused with the recipe. The weights are the parity tests' fixtures
+//! (`models/tests/fixtures/swin_w4_36px.safetensors`, `resnet18_w8.safetensors`; recorded by
+//! `scripts/record_swin_fixture.py` and `scripts/record_resnet_fixture.py`).
 
 use burnacc_train::recipe::{DeviceSpec, Mode, Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
@@ -11,9 +12,13 @@ use std::path::{Path, PathBuf};
 
 use crate::common::losses;
 
-fn fixture() -> PathBuf {
+fn fixture_of(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../models/tests/fixtures/swin_w4_36px.safetensors")
+        .join(format!("../../models/tests/fixtures/{name}.safetensors"))
+}
+
+fn fixture() -> PathBuf {
+    fixture_of("swin_w4_36px")
 }
 
 /// The fixture's Swin (patch 4, window 4, width 8, depths 2-2-1-1) on 36 px mock images of
@@ -100,7 +105,7 @@ fn a_swin_recipe_starts_from_timm_weights() {
     // 4 classes: the backbone loads, the classifier is drawn.
     let backbone = train(&recipe(root.path(), 4, &[&weights]).unwrap()).unwrap();
     let p = backbone.outcome.pretrained.as_ref().unwrap();
-    assert_eq!(p.fresh, ["head.fc.weight", "head.fc.bias"]);
+    assert_eq!(p.fresh, ["head.fc.bias", "head.fc.weight"]);
     assert_eq!(
         p.loaded,
         whole.outcome.pretrained.as_ref().unwrap().loaded - 2
@@ -136,15 +141,74 @@ fn weights_that_do_not_fit_are_refused_naming_the_file_and_the_key() {
         error.contains("`model.weights`") && error.contains("/no/such/swin.safetensors"),
         "{error}"
     );
+}
 
-    let resnet = parse_recipe(
-        "[model]\nname = \"resnet18\"\n",
-        Path::new("resnet.toml"),
-        &[weights],
+/// The fixture's ResNet-18 structure at width 8 on 32 px mock images of `classes` classes.
+fn resnet_recipe(root: &Path, classes: usize, weights: &str) -> Recipe {
+    let text = format!(
+        r#"
+        [model]
+        name = "resnet18"
+        base_width = 8
+        weights = {weights:?}
+        [data]
+        dataset = "mock-imagenet"
+        path = {mock:?}
+        image_size = 32
+        resize = 36
+        val_fraction = 0.25
+        workers = 1
+        [data.mock]
+        classes = {classes}
+        images_per_class = 4
+        image_size = 36
+        [train]
+        batch_size = 4
+        max_steps = 2
+        log_every = 1
+        save_model = false
+        eval = false
+        run_dir = {runs:?}
+        [optim]
+        name = "sgd"
+        lr = 0.01
+        schedule = "constant"
+        [backend]
+        mode = "eager"
+        device = "cpu"
+        "#,
+        mock = root.join(format!("mock-{classes}")),
+        runs = root.join("runs"),
     );
-    let error = resnet.expect_err("no ResNet import").to_string();
+    parse_recipe(&text, Path::new("resnet_weights.toml"), &[]).unwrap()
+}
+
+#[test]
+fn a_resnet_recipe_starts_from_torchvision_weights() {
+    let root = tempfile::tempdir().unwrap();
+    let weights = fixture_of("resnet18_w8").display().to_string();
+    let whole = train(&resnet_recipe(root.path(), 10, &weights)).unwrap();
+    let p = whole
+        .outcome
+        .pretrained
+        .as_ref()
+        .expect("weights were imported");
+    assert!(p.fresh.is_empty(), "{:?}", p.fresh);
+    // Every conv, batch norm (4 tensors each) and fc tensor of ResNet-18's structure.
+    assert!(p.loaded > 90, "{} tensors loaded", p.loaded);
+    let extras = |k: &String| k.ends_with("num_batches_tracked") || k == "input" || k == "logits";
+    assert!(p.unused.iter().all(extras), "{:?}", p.unused);
+
+    let backbone = train(&resnet_recipe(root.path(), 4, &weights)).unwrap();
+    let p = backbone.outcome.pretrained.as_ref().unwrap();
+    assert_eq!(p.fresh, ["fc.bias", "fc.weight"]);
+
+    // Bottleneck weights for a basic-block recipe: named.
+    let other = fixture_of("resnet50_w4").display().to_string();
+    let refused = train(&resnet_recipe(root.path(), 10, &other));
+    let error = format!("{:#}", refused.expect_err("another structure"));
     assert!(
-        error.contains("`model.weights`") && error.contains("resnet18"),
+        error.contains(&other) && error.contains("model.weights"),
         "{error}"
     );
 }
