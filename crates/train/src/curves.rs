@@ -20,7 +20,7 @@ struct Series {
     points: Vec<(f64, f64)>,
 }
 
-/// The points of `key` in `records` (records without a finite value are left out), scaled.
+/// The points `value` takes from `records` (records without a finite value are left out).
 fn series(
     records: &[serde_json::Value],
     name: &'static str,

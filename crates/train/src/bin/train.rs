@@ -83,8 +83,9 @@ fn main() -> ExitCode {
     // Without a recipe, the checkpoint's own (its run folder's latest, or the one named).
     let recipe = match (&args.recipe, &args.resume) {
         (Some(recipe), _) => recipe.clone(),
-        (None, Some(resume)) => match burnacc_train::resume::Resume::open(resume) {
-            Ok(checkpoint) => checkpoint.recipe_file(),
+        // Only located here: the run reads and checks the checkpoint once, before any work.
+        (None, Some(resume)) => match burnacc_train::resume::locate(resume) {
+            Ok((_, checkpoint)) => checkpoint.join(burnacc_train::resume::RECIPE_FILE),
             Err(e) => {
                 eprintln!("error: {e:#}");
                 return ExitCode::FAILURE;

@@ -54,6 +54,36 @@ pub struct LoopStart {
     pub skipped_steps: Option<u64>,
 }
 
+/// `(run folder, checkpoint folder)` of `--resume path`: `path` is a checkpoint folder
+/// (`.../checkpoints/step-<S>`), or a run folder, whose latest complete checkpoint is taken.
+/// Reads no checkpoint file.
+pub fn locate(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    if !path.is_dir() {
+        bail!("--resume {}: no such folder", path.display());
+    }
+    let is_checkpoint = path.join(MARKER).exists()
+        || path.join(MANIFEST).exists()
+        || path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("step-"));
+    if is_checkpoint {
+        let run_dir = path
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| anyhow!("--resume {}: not inside a run folder", path.display()))?;
+        return Ok((run_dir.to_owned(), path.to_owned()));
+    }
+    let latest = complete_checkpoints(path)?.pop().ok_or_else(|| {
+        anyhow!(
+            "--resume {}: no complete checkpoint under {} (write them with \
+             train.save_every, or train.save_model at the end)",
+            path.display(),
+            path.join(CHECKPOINTS).display()
+        )
+    })?;
+    Ok((path.to_owned(), latest.1))
+}
+
 /// A checkpoint read from disk, every file checked against its manifest: what `--resume`
 /// continues from.
 pub struct Resume {
@@ -67,36 +97,11 @@ pub struct Resume {
 }
 
 impl Resume {
-    /// Reads the checkpoint at `path`: a checkpoint folder (`.../checkpoints/step-<S>`), or a
-    /// run folder, whose latest complete checkpoint is read. Errors name the folder or file
-    /// and what is wrong with it; a corrupt latest checkpoint is an error, not a reason to
-    /// take an older one silently.
+    /// Reads the checkpoint at `path` (see [`locate`]), every file checked against its
+    /// manifest. Errors name the folder or file and what is wrong with it; a corrupt latest
+    /// checkpoint is an error, not a reason to take an older one silently.
     pub fn open(path: &Path) -> Result<Self> {
-        if !path.is_dir() {
-            bail!("--resume {}: no such folder", path.display());
-        }
-        let is_checkpoint = path.join(MARKER).exists()
-            || path.join(MANIFEST).exists()
-            || path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("step-"));
-        let (run_dir, dir) = if is_checkpoint {
-            let run_dir = path
-                .parent()
-                .and_then(Path::parent)
-                .ok_or_else(|| anyhow!("--resume {}: not inside a run folder", path.display()))?;
-            (run_dir.to_owned(), path.to_owned())
-        } else {
-            let latest = complete_checkpoints(path)?.pop().ok_or_else(|| {
-                anyhow!(
-                    "--resume {}: no complete checkpoint under {} (write them with \
-                     train.save_every, or train.save_model at the end)",
-                    path.display(),
-                    path.join(CHECKPOINTS).display()
-                )
-            })?;
-            (path.to_owned(), latest.1)
-        };
+        let (run_dir, dir) = locate(path)?;
         let (manifest, files) = read_checkpoint(&dir)?;
         for name in [MODEL_FILE, OPTIMIZER_FILE, RECIPE_FILE] {
             if !files.contains_key(name) {
@@ -114,7 +119,7 @@ impl Resume {
         })
     }
 
-    /// The checkpoint's recipe file (to resume with when no recipe is given).
+    /// The checkpoint's recipe file.
     pub fn recipe_file(&self) -> PathBuf {
         self.dir.join(RECIPE_FILE)
     }

@@ -115,15 +115,7 @@ fn import_checkpoint<M>(
     whole: Loader<M>,
     backbone: Loader<M>,
 ) -> Result<PretrainedSummary> {
-    let bytes = std::fs::read(file)
-        .with_context(|| format!("model.weights: cannot read {}", file.display()))?;
-    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "model.weights: {} is not a safetensors file ({e})",
-            file.display()
-        )
-    })?;
-    let head_rows = header.tensors().get(head_weight).map(|info| info.shape[0]);
+    let head_rows = tensor_shape(file, head_weight)?.and_then(|shape| shape.first().copied());
     let load = if head_rows == Some(num_classes) {
         whole
     } else {
@@ -137,6 +129,43 @@ fn import_checkpoint<M>(
         fresh: report.missing,
         unused: report.unused,
     })
+}
+
+/// The shape of tensor `name` in the safetensors file `file`, from its header alone (the
+/// tensors are read once, by the import); `None` when the file has no such tensor.
+/// `safetensors::SafeTensors::read_metadata` wants the whole file in memory (or mapped, which
+/// needs `unsafe`): for a checkpoint of hundreds of MB only the header is read here.
+fn tensor_shape(file: &Path, name: &str) -> Result<Option<Vec<usize>>> {
+    use std::io::Read;
+    /// safetensors' own bound on a header.
+    const MAX_HEADER: u64 = 100_000_000;
+    let not_safetensors = |why: &str| {
+        anyhow::anyhow!(
+            "model.weights: {} is not a safetensors file ({why})",
+            file.display()
+        )
+    };
+    let mut reader = std::fs::File::open(file)
+        .with_context(|| format!("model.weights: cannot read {}", file.display()))?;
+    let mut length = [0u8; 8];
+    reader
+        .read_exact(&mut length)
+        .map_err(|_| not_safetensors("shorter than its header"))?;
+    let length = u64::from_le_bytes(length);
+    if length > MAX_HEADER {
+        return Err(not_safetensors("header too large"));
+    }
+    let mut header = vec![0u8; length as usize];
+    reader
+        .read_exact(&mut header)
+        .map_err(|_| not_safetensors("shorter than its header"))?;
+    let header: serde_json::Value =
+        serde_json::from_slice(&header).map_err(|_| not_safetensors("header is not JSON"))?;
+    Ok(header[name]["shape"].as_array().map(|dims| {
+        dims.iter()
+            .filter_map(|d| d.as_u64().map(|d| d as usize))
+            .collect()
+    }))
 }
 
 /// `build(&FlexDevice)` with Flex's generator seeded with `seed`. Call it inside

@@ -260,14 +260,10 @@ impl TrainTask<'_> {
         };
         // Rank 0 evaluates (every `train.eval_every` steps and after the last with `train.eval`).
         let max_batches = self.recipe.train.eval_max_batches;
-        let evaluate_model = |model: &M| match eval {
-            Some(loader) => evaluate(&inference_model(model), loader, max_batches, device),
-            None => Ok(EvalResult::default()),
-        };
-        let evaluator: Option<Evaluator<'_, M>> = match (self.run_dir, eval) {
-            (Some(_), Some(_)) => Some(&evaluate_model),
-            _ => None,
-        };
+        let evaluate_model = eval.filter(|_| self.run_dir.is_some()).map(|loader| {
+            move |model: &M| evaluate(&inference_model(model), loader, max_batches, device)
+        });
+        let evaluator = evaluate_model.as_ref().map(|f| f as Evaluator<'_, M>);
         let (model, stats) = train_steps(
             model,
             stepper,

@@ -124,3 +124,28 @@ pub fn losses(summary: &RunSummary) -> Vec<f64> {
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs().max(1e-12)
 }
+
+/// Runs `launch --nproc-per-node 2 -- recipe --quiet extra…` on a free port and asserts it
+/// succeeds within 10 minutes.
+pub fn launch_two(recipe: &Path, extra: &[&std::ffi::OsStr]) {
+    let port = burnacc_tests::processes::free_port_block(3);
+    let mut launch = std::process::Command::new(env!("CARGO_BIN_EXE_launch"))
+        .args([
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            &port.to_string(),
+            "--",
+        ])
+        .arg(recipe)
+        .arg("--quiet")
+        .args(extra)
+        .spawn()
+        .unwrap();
+    let status = burnacc_tests::processes::wait_bounded(
+        &mut launch,
+        std::time::Duration::from_secs(600),
+        "launch",
+    );
+    assert!(status.success(), "launch: {status}");
+}

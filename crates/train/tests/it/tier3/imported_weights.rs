@@ -21,29 +21,30 @@ fn fixture() -> PathBuf {
     fixture_of("swin_w4_36px")
 }
 
-/// The fixture's Swin (patch 4, window 4, width 8, depths 2-2-1-1) on 36 px mock images of
-/// `classes` classes, 2 steps, under `root`.
-fn recipe(root: &Path, classes: usize, sets: &[&str]) -> Result<Recipe, String> {
+/// `model` (a `[model]` section) on `image_size` px mock images of `classes` classes under
+/// `root`, 2 steps of 4 with `optim` (an `[optim]` section) on the CPU, no evaluation.
+fn mock_recipe(
+    root: &Path,
+    model: &str,
+    optim: &str,
+    image_size: usize,
+    classes: usize,
+    sets: &[&str],
+) -> Result<Recipe, String> {
     let text = format!(
         r#"
-        [model]
-        name = "swin-t"
-        patch_size = 4
-        embed_dim = 8
-        depths = [2, 2, 1, 1]
-        num_heads = [2, 2, 4, 8]
-        window_size = 4
+        {model}
         [data]
         dataset = "mock-imagenet"
         path = {mock:?}
-        image_size = 36
-        resize = 40
+        image_size = {image_size}
+        resize = {resize}
         val_fraction = 0.25
         workers = 1
         [data.mock]
         classes = {classes}
         images_per_class = 4
-        image_size = 40
+        image_size = {resize}
         [train]
         batch_size = 4
         max_steps = 2
@@ -51,19 +52,32 @@ fn recipe(root: &Path, classes: usize, sets: &[&str]) -> Result<Recipe, String> 
         save_model = false
         eval = false
         run_dir = {runs:?}
-        [optim]
-        name = "adamw"
-        lr = 1e-3
-        schedule = "constant"
+        {optim}
         [backend]
         mode = "eager"
         device = "cpu"
         "#,
+        resize = image_size + 4,
         mock = root.join(format!("mock-{classes}")),
         runs = root.join("runs"),
     );
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    parse_recipe(&text, Path::new("swin_weights.toml"), &sets).map_err(|e| e.to_string())
+    parse_recipe(&text, Path::new("imported_weights.toml"), &sets).map_err(|e| e.to_string())
+}
+
+/// The fixture's Swin (patch 4, window 4, width 8, depths 2-2-1-1) on 36 px mock images of
+/// `classes` classes, 2 steps, under `root`.
+fn recipe(root: &Path, classes: usize, sets: &[&str]) -> Result<Recipe, String> {
+    let model = r#"
+        [model]
+        name = "swin-t"
+        patch_size = 4
+        embed_dim = 8
+        depths = [2, 2, 1, 1]
+        num_heads = [2, 2, 4, 8]
+        window_size = 4"#;
+    let optim = "[optim]\nname = \"adamw\"\nlr = 1e-3\nschedule = \"constant\"";
+    mock_recipe(root, model, optim, 36, classes, sets)
 }
 
 fn train(recipe: &Recipe) -> anyhow::Result<RunSummary> {
@@ -72,7 +86,7 @@ fn train(recipe: &Recipe) -> anyhow::Result<RunSummary> {
         ..Default::default()
     };
     let stack = Stack::new(Mode::Eager, DeviceSpec::Cpu);
-    run_checked(recipe, Path::new("swin_weights.toml"), stack, &options)
+    run_checked(recipe, Path::new("imported_weights.toml"), stack, &options)
 }
 
 #[test]
@@ -145,42 +159,9 @@ fn weights_that_do_not_fit_are_refused_naming_the_file_and_the_key() {
 
 /// The fixture's ResNet-18 structure at width 8 on 32 px mock images of `classes` classes.
 fn resnet_recipe(root: &Path, classes: usize, weights: &str) -> Recipe {
-    let text = format!(
-        r#"
-        [model]
-        name = "resnet18"
-        base_width = 8
-        weights = {weights:?}
-        [data]
-        dataset = "mock-imagenet"
-        path = {mock:?}
-        image_size = 32
-        resize = 36
-        val_fraction = 0.25
-        workers = 1
-        [data.mock]
-        classes = {classes}
-        images_per_class = 4
-        image_size = 36
-        [train]
-        batch_size = 4
-        max_steps = 2
-        log_every = 1
-        save_model = false
-        eval = false
-        run_dir = {runs:?}
-        [optim]
-        name = "sgd"
-        lr = 0.01
-        schedule = "constant"
-        [backend]
-        mode = "eager"
-        device = "cpu"
-        "#,
-        mock = root.join(format!("mock-{classes}")),
-        runs = root.join("runs"),
-    );
-    parse_recipe(&text, Path::new("resnet_weights.toml"), &[]).unwrap()
+    let model = format!("[model]\nname = \"resnet18\"\nbase_width = 8\nweights = {weights:?}");
+    let optim = "[optim]\nname = \"sgd\"\nlr = 0.01\nschedule = \"constant\"";
+    mock_recipe(root, &model, optim, 32, classes, &[]).unwrap()
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! nodes of one process each and two devices of one process (`[ddp] devices`, one thread
 //! each); a killed process ends the other's run with an error within the recipe's timeout.
 
-use crate::common::{logged_losses, losses, rel, tiny_swin, tiny_swin_text};
+use crate::common::{launch_two, logged_losses, losses, rel, tiny_swin, tiny_swin_text};
 use burnacc_ddp::ProcessGroup;
 use burnacc_tests::processes::{free_port_block, wait_bounded};
 use burnacc_train::recipe::{DeviceSpec, Mode};
@@ -81,21 +81,7 @@ fn two_launched_processes_train_like_one_process_on_the_joined_batch() {
         4,
         "[ddp]\nbucket = \"64KiB\"\ntimeout_secs = 60\n",
     );
-    let port = free_port_block(3);
-    let mut launch = Command::new(env!("CARGO_BIN_EXE_launch"))
-        .args([
-            "--nproc-per-node",
-            "2",
-            "--master-port",
-            &port.to_string(),
-            "--",
-        ])
-        .arg(&recipe)
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    let status = wait_bounded(&mut launch, Duration::from_secs(600), "launch");
-    assert!(status.success(), "launch: {status}");
+    launch_two(&recipe, &[]);
 
     // Rank 0 alone wrote a run folder.
     let dirs = run_dirs(&root.join("runs-ddp"));

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{logged_losses, logged_records, losses, tiny_recipe, tiny_swin_text};
+use crate::common::{
+    launch_two, logged_losses, logged_records, losses, tiny_recipe, tiny_swin_text,
+};
 
 fn cpu_eager() -> Stack {
     Stack::new(Mode::Eager, DeviceSpec::Cpu)
@@ -544,29 +546,6 @@ fn a_run_killed_with_sigkill_resumes_from_its_last_complete_checkpoint() {
     );
 }
 
-/// `launch` of two `train` processes on `recipe`, resuming from `resume` if given.
-fn launch_two(recipe: &Path, resume: Option<&Path>) {
-    let port = burnacc_tests::processes::free_port_block(3);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_launch"));
-    command
-        .args([
-            "--nproc-per-node",
-            "2",
-            "--master-port",
-            &port.to_string(),
-            "--",
-        ])
-        .arg(recipe)
-        .arg("--quiet");
-    if let Some(dir) = resume {
-        command.arg("--resume").arg(dir);
-    }
-    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
-    let status =
-        burnacc_tests::processes::wait_bounded(&mut child, Duration::from_secs(600), "launch");
-    assert!(status.success(), "launch: {status}");
-}
-
 /// Two processes under `launch`: every rank loads the checkpoint, rank 0 alone writes; the
 /// resumed run repeats the uninterrupted one's losses and final weights exactly.
 #[test]
@@ -582,14 +561,15 @@ fn two_launched_processes_resume_bit_for_bit() {
     let sections = "[backend]\nmode = \"acc\"\ndevice = \"cpu\"\n[ddp]\ntimeout_secs = 60\n";
     std::fs::write(&recipe, format!("{text}\n{sections}")).unwrap();
 
-    launch_two(&recipe, None);
+    launch_two(&recipe, &[]);
     let run_dir = root.path().join("runs").join("run-1");
     let whole = logged_losses(&run_dir);
     assert_eq!(whole.len(), 4);
     let last = checkpoint_dir(&run_dir, 4).join("model.safetensors");
     let whole_weights = tensors(&std::fs::read(&last).unwrap());
 
-    launch_two(&recipe, Some(&checkpoint_dir(&run_dir, 2)));
+    let checkpoint = checkpoint_dir(&run_dir, 2);
+    launch_two(&recipe, &["--resume".as_ref(), checkpoint.as_os_str()]);
     let runs: Vec<_> = std::fs::read_dir(root.path().join("runs"))
         .unwrap()
         .collect();
