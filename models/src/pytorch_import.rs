@@ -1,6 +1,6 @@
-//! Loading PyTorch checkpoints (safetensors with a reference implementation's `state_dict`
-//! keys) into a model whose fields mirror it, through burn-store: what the timm Swin and
-//! torchvision ResNet imports share.
+//! Loading PyTorch checkpoints (safetensors or `torch.save` pickles with a reference
+//! implementation's `state_dict` keys, [`crate::checkpoint_file`]) into a model whose fields
+//! mirror it, through burn-store: what the timm Swin and torchvision ResNet imports share.
 //!
 //! Keys map one to one onto Burn paths, except for the family's renames (`remaps`: regexes
 //! over the file's keys, e.g. norm `weight`/`bias` → Burn's `gamma`/`beta`) and `Linear`
@@ -8,9 +8,9 @@
 //! `PyTorchToBurnAdapter`. Tensors are read as stored (f32 for these checkpoints).
 
 use crate::bert::ImportReport;
+use crate::checkpoint_file::{LoadFailure, LoadOptions, apply_checkpoint};
 use burn::module::Module;
 use burn::tensor::backend::Backend;
-use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore, SafetensorsStoreError};
 use std::path::{Path, PathBuf};
 
 /// Errors of a PyTorch import; each names the family and the file.
@@ -72,38 +72,23 @@ pub(crate) fn load<B: Backend, M: Module<B>>(
     family: &Family,
     skip_head: bool,
 ) -> Result<ImportReport, PytorchImportError> {
-    let read_error = |reason: String| PytorchImportError::Read {
-        family: family.name,
-        path: path.to_owned(),
-        reason,
+    let options = LoadOptions {
+        remaps: family.remaps,
+        predicate: skip_head.then_some(family.not_head),
     };
-    if !path.is_file() {
-        return Err(read_error("no such file".into()));
-    }
-    let mut store = SafetensorsStore::from_file(path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        .allow_partial(true);
-    for &(from, to) in family.remaps {
-        store = store.with_key_remapping(from, to);
-    }
-    if skip_head {
-        store = store.with_predicate(family.not_head);
-    }
-    let mismatch = |errors: String| PytorchImportError::Mismatch {
-        family: family.name,
-        path: path.to_owned(),
-        hint: family.hint,
-        errors,
-    };
-    // Shape mismatches surface as a validation failure of the whole load.
-    let result = model.load_from(&mut store).map_err(|e| match e {
-        SafetensorsStoreError::ValidationFailed(errors) => mismatch(errors),
-        other => read_error(other.to_string()),
+    let result = apply_checkpoint(model, path, &options).map_err(|failure| match failure {
+        LoadFailure::Read(reason) => PytorchImportError::Read {
+            family: family.name,
+            path: path.to_owned(),
+            reason,
+        },
+        LoadFailure::Mismatch(errors) => PytorchImportError::Mismatch {
+            family: family.name,
+            path: path.to_owned(),
+            hint: family.hint,
+            errors,
+        },
     })?;
-    if !result.errors.is_empty() {
-        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
-        return Err(mismatch(errors.join("\n")));
-    }
     let (mut head, missing): (Vec<String>, Vec<String>) = result
         .missing
         .into_iter()

@@ -34,11 +34,12 @@
 //! backend it uses batch statistics and updates the running ones; call `model.valid()` (the
 //! inner backend) to evaluate with running statistics.
 
+use crate::batch_norm::BatchNorm;
 use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
@@ -175,7 +176,7 @@ impl ResNetConfig {
 
         ResNet {
             conv1,
-            bn1: BatchNormConfig::new(width).init(device),
+            bn1: BatchNorm::new(width, device),
             maxpool,
             layer1,
             layer2,
@@ -300,9 +301,9 @@ impl<B: Backend> Block<B> {
         let out_planes = planes * kind.expansion();
         let downsample = (stride != 1 || in_planes != out_planes).then(|| {
             let conv = conv(in_planes, out_planes, 1, stride, device);
-            (conv, BatchNormConfig::new(out_planes).init(device))
+            (conv, BatchNorm::new(out_planes, device))
         });
-        let bn = |channels| BatchNormConfig::new(channels).init(device);
+        let bn = |channels| BatchNorm::new(channels, device);
         match kind {
             BlockKind::Basic => Block {
                 conv1: conv(in_planes, planes, 3, stride, device),

@@ -13,8 +13,9 @@ use std::path::Path;
 use burn::tensor::backend::Backend;
 
 use crate::bert::ImportReport;
+use crate::pytorch_export::ReferenceExport;
 use crate::pytorch_import::{self, Family, PytorchImportError};
-use crate::resnet::ResNet;
+use crate::resnet::{BlockKind, ResNet, ResNetConfig};
 
 /// Errors of [`load_torchvision_resnet`] and [`load_torchvision_resnet_backbone`]; each names
 /// the file.
@@ -57,4 +58,31 @@ pub fn load_torchvision_resnet_backbone<B: Backend>(
     path: &Path,
 ) -> Result<ImportReport, ResNetImportError> {
     pytorch_import::load(model, path, &RESNET, true)
+}
+
+/// torchvision's `state_dict`: batch norms with `num_batches_tracked`, no other renames.
+impl<B: Backend> ReferenceExport for ResNet<B> {
+    const LIBRARY: &'static str = "torchvision";
+    const COUNTS_BATCHES: bool = true;
+}
+
+impl ResNetConfig {
+    /// The arguments of the torchvision-structured ResNet `scripts/check_export.py` builds
+    /// (JSON): `block` (`basic`/`bottleneck`), `layers`, `width`, `num_classes`, `in_channels`,
+    /// `small_input_stem`.
+    pub fn reference_config(&self) -> String {
+        let block = match self.block {
+            BlockKind::Basic => "basic",
+            BlockKind::Bottleneck => "bottleneck",
+        };
+        serde_json::json!({
+            "block": block,
+            "layers": self.layers,
+            "width": self.base_width,
+            "num_classes": self.num_classes,
+            "in_channels": self.in_channels,
+            "small_input_stem": self.small_input_stem,
+        })
+        .to_string()
+    }
 }

@@ -15,9 +15,11 @@ use crate::routes::{
     BiasDropoutAdd, BiasGelu, QuickGelu, WindowProcess, WindowProcessReverse, WindowSoftmax,
     is_routed, lookup,
 };
-use burn::tensor::activation::{gelu, sigmoid};
+use burn::backend::flex::FlexDevice;
+use burn::tensor::activation::sigmoid;
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Distribution, Int, Tensor, TensorPrimitive};
+use core::any::TypeId;
 
 fn float<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> burn::tensor::ops::FloatTensor<B> {
     tensor.into_primitive().tensor()
@@ -41,6 +43,28 @@ fn in_dtype<B: Backend, const D: usize>(tensor: Tensor<B, D>, dtype: DType) -> T
 /// `bias` in the dtype of `like`.
 fn bias_like<B: Backend, const D: usize>(bias: Tensor<B, 1>, like: &Tensor<B, D>) -> Tensor<B, 1> {
     in_dtype(bias, like.dtype())
+}
+
+/// Exact (erf) GELU, `x·Φ(x)`, any shape → like `x`, with an exact gradient on every backend.
+///
+/// Burn 0.21's default `gelu_backward`, which the CubeCL backends (wgpu, CUDA) use,
+/// differentiates the tanh approximation instead of the erf GELU that `gelu` computes: its
+/// gradients are off by up to 1e-3 of their scale (measured on lavapipe against Flex and
+/// PyTorch, `models/tests/it/tier2/gradient_parity.rs`). Flex's backward (and CpuFlex's fused
+/// kernel) is exact, so on the CPU this is Burn's one `gelu` op; elsewhere it is spelled
+/// `x·(1 + erf(x/√2))/2`, whose ops all have exact backwards (and which Burn's fusion compiles
+/// into one element-wise kernel each way).
+pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if TypeId::of::<B::Device>() == TypeId::of::<FlexDevice>() {
+        burn::tensor::activation::gelu(x)
+    } else {
+        let cdf = x
+            .clone()
+            .div_scalar(core::f64::consts::SQRT_2)
+            .erf()
+            .add_scalar(1.0);
+        (x * cdf).div_scalar(2.0)
+    }
 }
 
 /// Whether [`bias_gelu`] runs a fused kernel for `B` on this thread. A model can keep its

@@ -1,5 +1,6 @@
-//! Loading Hugging Face BERT weights (`model.safetensors`) into [`BertModel`] and
-//! [`BertForSequenceClassification`] through burn-store.
+//! Loading Hugging Face BERT weights (`model.safetensors`, or `pytorch_model.bin` through
+//! [`crate::checkpoint_file`]) into [`BertModel`] and [`BertForSequenceClassification`]
+//! through burn-store.
 //!
 //! The files use `transformers`' `state_dict` keys, with or without the `bert.` prefix
 //! (`BertModel` checkpoints have none, `BertForSequenceClassification` ones do). Keys map one
@@ -14,9 +15,12 @@
 //! (`self` is a Rust keyword; Burn calls LayerNorm's affine parameters γ and β.)
 //! Tensors are read as stored (f32 for the published checkpoints).
 
+use super::config::{BertConfig, HiddenAct};
 use super::model::{BertForSequenceClassification, BertModel};
+use crate::checkpoint_file::{LoadFailure, LoadOptions, apply_checkpoint};
+use crate::pytorch_export::ReferenceExport;
 use burn::tensor::backend::Backend;
-use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use burn_store::ModuleSnapshot;
 use std::path::{Path, PathBuf};
 
 /// What a load did.
@@ -99,30 +103,22 @@ fn load<B: Backend, M: ModuleSnapshot<B>>(
     prefix_remap: (&str, &str),
     may_be_missing: &[&str],
 ) -> Result<ImportReport, BertImportError> {
-    let read_error = |reason: String| BertImportError::Read {
-        path: path.to_owned(),
-        reason,
+    let mut remaps = vec![prefix_remap];
+    remaps.extend(COMMON_REMAPS);
+    let options = LoadOptions {
+        remaps: &remaps,
+        predicate: None,
     };
-    if !path.is_file() {
-        return Err(read_error("no such file".into()));
-    }
-    let mut store = SafetensorsStore::from_file(path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        .with_key_remapping(prefix_remap.0, prefix_remap.1)
-        .allow_partial(true);
-    for (from, to) in COMMON_REMAPS {
-        store = store.with_key_remapping(from, to);
-    }
-    let result = module
-        .load_from(&mut store)
-        .map_err(|e| read_error(e.to_string()))?;
-    if !result.errors.is_empty() {
-        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
-        return Err(BertImportError::Mismatch {
+    let result = apply_checkpoint(module, path, &options).map_err(|failure| match failure {
+        LoadFailure::Read(reason) => BertImportError::Read {
             path: path.to_owned(),
-            errors: errors.join("\n"),
-        });
-    }
+            reason,
+        },
+        LoadFailure::Mismatch(errors) => BertImportError::Mismatch {
+            path: path.to_owned(),
+            errors,
+        },
+    })?;
     let missing: Vec<String> = result.missing.iter().map(|(p, _)| p.clone()).collect();
     let (allowed, forbidden): (Vec<String>, Vec<String>) = missing
         .into_iter()
@@ -138,4 +134,49 @@ fn load<B: Backend, M: ModuleSnapshot<B>>(
         missing: allowed,
         unused: result.unused,
     })
+}
+
+/// Burn path → Hugging Face key, after burn-store's adapter named γ/β `weight`/`bias`.
+const HF_NAMES: [(&str, &str); 2] = [
+    (r"\.layer_norm\.", ".LayerNorm."),
+    (r"\.self_attn\.", ".self."),
+];
+
+/// transformers' `BertForSequenceClassification` keys (`bert.…`, `classifier.…`).
+impl<B: Backend> ReferenceExport for BertForSequenceClassification<B> {
+    const LIBRARY: &'static str = "transformers";
+    const RENAMES: &'static [(&'static str, &'static str)] = &HF_NAMES;
+}
+
+/// transformers' `BertModel` keys (no prefix).
+impl<B: Backend> ReferenceExport for BertModel<B> {
+    const LIBRARY: &'static str = "transformers";
+    const RENAMES: &'static [(&'static str, &'static str)] = &HF_NAMES;
+}
+
+impl BertConfig {
+    /// The keyword arguments of transformers' `BertConfig` for a classifier of `num_labels`
+    /// labels (JSON), as `scripts/check_export.py` builds `BertForSequenceClassification`.
+    pub fn reference_config(&self, num_labels: usize) -> String {
+        let hidden_act = match self.hidden_act {
+            HiddenAct::Gelu => "gelu",
+            HiddenAct::GeluTanh => "gelu_pytorch_tanh",
+            HiddenAct::QuickGelu => "quick_gelu",
+        };
+        serde_json::json!({
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_hidden_layers": self.num_hidden_layers,
+            "num_attention_heads": self.num_attention_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": hidden_act,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "layer_norm_eps": self.layer_norm_eps,
+            "num_labels": num_labels,
+        })
+        .to_string()
+    }
 }

@@ -6,10 +6,11 @@ use super::init::linear;
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::Tensor;
-use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
+use burn::tensor::activation::{gelu_approximate, sigmoid};
 use burn::tensor::backend::Backend;
 use burn::tensor::module::linear as linear_op;
 use burnacc_backend::fused;
+use burnacc_backend::fused::gelu;
 
 /// `act(x)`, elementwise, any shape.
 pub fn hidden_activation<B: Backend, const D: usize>(

@@ -3,9 +3,9 @@
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::Tensor;
-use burn::tensor::activation::gelu;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::PadMode;
+use burnacc_backend::fused::gelu;
 
 use burnacc_backend::fused;
 

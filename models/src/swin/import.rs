@@ -15,8 +15,10 @@ use std::path::Path;
 
 use burn::tensor::backend::Backend;
 
+use super::config::SwinConfig;
 use super::model::SwinTransformer;
 use crate::bert::ImportReport;
+use crate::pytorch_export::ReferenceExport;
 use crate::pytorch_import::{self, Family, PytorchImportError};
 
 /// Errors of [`load_timm_swin`] and [`load_timm_swin_backbone`]; each names the file.
@@ -66,4 +68,32 @@ fn load<B: Backend>(
     skip_head: bool,
 ) -> Result<ImportReport, SwinImportError> {
     pytorch_import::load(model, path, &SWIN, skip_head)
+}
+
+/// timm's `state_dict` without its non-persistent buffers; no renames beyond the adapter's.
+impl<B: Backend> ReferenceExport for SwinTransformer<B> {
+    const LIBRARY: &'static str = "timm";
+}
+
+impl SwinConfig {
+    /// The keyword arguments of timm's `SwinTransformer` for this configuration (JSON).
+    pub fn reference_config(&self) -> String {
+        serde_json::json!({
+            "img_size": self.img_size,
+            "patch_size": self.patch_size,
+            "in_chans": self.in_chans,
+            "num_classes": self.num_classes,
+            "embed_dim": self.embed_dim,
+            "depths": self.depths,
+            "num_heads": self.num_heads,
+            "window_size": self.window_size,
+            "mlp_ratio": self.mlp_ratio,
+            "qkv_bias": self.qkv_bias,
+            "drop_rate": self.drop_rate,
+            "proj_drop_rate": self.proj_drop_rate,
+            "attn_drop_rate": self.attn_drop_rate,
+            "drop_path_rate": self.drop_path_rate,
+        })
+        .to_string()
+    }
 }

@@ -16,7 +16,7 @@ use burn::tensor::backend::Backend;
 use burnacc_models::bert::ImportReport;
 use burnacc_models::pytorch_import::PytorchImportError;
 use burnacc_models::swin::{load_timm_swin, load_timm_swin_backbone};
-use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
+use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer, checkpoint_tensor_shape};
 use burnacc_models::{load_torchvision_resnet, load_torchvision_resnet_backbone};
 use std::path::Path;
 use std::sync::Mutex;
@@ -115,7 +115,9 @@ fn import_checkpoint<M>(
     whole: Loader<M>,
     backbone: Loader<M>,
 ) -> Result<PretrainedSummary> {
-    let head_rows = tensor_shape(file, head_weight)?.and_then(|shape| shape.first().copied());
+    let head_rows = checkpoint_tensor_shape(file, head_weight)
+        .map_err(|why| anyhow::anyhow!("model.weights: cannot read {}: {why}", file.display()))?
+        .and_then(|shape| shape.first().copied());
     let load = if head_rows == Some(num_classes) {
         whole
     } else {
@@ -129,43 +131,6 @@ fn import_checkpoint<M>(
         fresh: report.missing,
         unused: report.unused,
     })
-}
-
-/// The shape of tensor `name` in the safetensors file `file`, from its header alone (the
-/// tensors are read once, by the import); `None` when the file has no such tensor.
-/// `safetensors::SafeTensors::read_metadata` wants the whole file in memory (or mapped, which
-/// needs `unsafe`): for a checkpoint of hundreds of MB only the header is read here.
-fn tensor_shape(file: &Path, name: &str) -> Result<Option<Vec<usize>>> {
-    use std::io::Read;
-    /// safetensors' own bound on a header.
-    const MAX_HEADER: u64 = 100_000_000;
-    let not_safetensors = |why: &str| {
-        anyhow::anyhow!(
-            "model.weights: {} is not a safetensors file ({why})",
-            file.display()
-        )
-    };
-    let mut reader = std::fs::File::open(file)
-        .with_context(|| format!("model.weights: cannot read {}", file.display()))?;
-    let mut length = [0u8; 8];
-    reader
-        .read_exact(&mut length)
-        .map_err(|_| not_safetensors("shorter than its header"))?;
-    let length = u64::from_le_bytes(length);
-    if length > MAX_HEADER {
-        return Err(not_safetensors("header too large"));
-    }
-    let mut header = vec![0u8; length as usize];
-    reader
-        .read_exact(&mut header)
-        .map_err(|_| not_safetensors("shorter than its header"))?;
-    let header: serde_json::Value =
-        serde_json::from_slice(&header).map_err(|_| not_safetensors("header is not JSON"))?;
-    Ok(header[name]["shape"].as_array().map(|dims| {
-        dims.iter()
-            .filter_map(|d| d.as_u64().map(|d| d as usize))
-            .collect()
-    }))
 }
 
 /// `build(&FlexDevice)` with Flex's generator seeded with `seed`. Call it inside

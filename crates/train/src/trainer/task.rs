@@ -1,7 +1,7 @@
 //! One training run on one backend stack: model init, optimizer, loop, evaluation, saving.
 
 use super::Data;
-use super::bert_init::{PretrainedSummary, init_bert};
+use super::bert_init::{PretrainedSummary, bert_config, init_bert};
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
 use super::init::{init_resnet, init_swin, seed_device};
@@ -22,7 +22,9 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
 use burnacc_checkpoint::CheckpointBackend;
-use burnacc_models::{ResNet, ResNetConfig, SwinConfig, SwinTransformer};
+use burnacc_models::{
+    ReferenceExport, ResNet, ResNetConfig, SwinConfig, SwinTransformer, save_reference,
+};
 use std::path::{Path, PathBuf};
 
 /// Everything a run needs besides the backend.
@@ -111,6 +113,7 @@ impl TrainTask<'_> {
                 self.finish(
                     model,
                     pretrained,
+                    config.reference_config(),
                     &data.train,
                     data.eval.as_ref(),
                     stack,
@@ -125,6 +128,7 @@ impl TrainTask<'_> {
                 self.finish(
                     model,
                     pretrained,
+                    config.reference_config(),
                     &data.train,
                     data.eval.as_ref(),
                     stack,
@@ -134,9 +138,11 @@ impl TrainTask<'_> {
             Data::Text(data) => {
                 let (model, pretrained) =
                     init_bert::<B>(self.recipe, data.num_classes, seed, &device)?;
+                let reference = bert_config(self.recipe).reference_config(data.num_classes);
                 self.finish(
                     model,
                     pretrained,
+                    reference,
                     &data.train,
                     data.eval.as_ref(),
                     stack,
@@ -196,11 +202,15 @@ pub fn build_optimizer<B: AutodiffBackend, M: AutodiffModule<B>>(
 }
 
 impl TrainTask<'_> {
-    /// Trains `model` on `train`, evaluates it on `eval`, saves it.
+    /// Trains `model` on `train`, evaluates it on `eval`, saves it (`model.mpk`, and
+    /// `model.safetensors` under the reference implementation's keys, built by the JSON
+    /// arguments `reference_config`).
+    #[allow(clippy::too_many_arguments)]
     fn finish<B, M, H, S>(
         self,
         model: M,
         pretrained: Option<PretrainedSummary>,
+        reference_config: String,
         train: &S,
         eval: Option<&S>,
         stack: Stack,
@@ -209,7 +219,7 @@ impl TrainTask<'_> {
     where
         B: CheckpointBackend,
         M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
-        M::InnerModule: Classify<B::InnerBackend, H>,
+        M::InnerModule: Classify<B::InnerBackend, H> + ReferenceExport,
         H: Clone,
         S: BatchSource<H>,
     {
@@ -299,6 +309,15 @@ impl TrainTask<'_> {
         // With `save_model` the loop wrote the last step's checkpoint, which refuses weights
         // that are not finite: a diverged model never reaches model.mpk.
         let model_file = if self.recipe.train.save_model {
+            // Batch norm's `num_batches_tracked`: the train-mode forward passes.
+            let batches = (stats.steps * self.recipe.train.accumulate) as i64;
+            let export = run_dir.join("model.safetensors");
+            save_reference(
+                &inference_model(&model),
+                &export,
+                batches,
+                &reference_config,
+            )?;
             Some(save_model(model, &run_dir.join("model.mpk"))?)
         } else {
             None

@@ -8,6 +8,13 @@ static ALLOCATOR: burnacc_checkpoint::heap::CountingAllocator =
     burnacc_checkpoint::heap::CountingAllocator;
 
 mod common;
+/// The models' reference fixtures and their reader, shared with burnacc-models' tests (which
+/// use more of it).
+#[path = "../../../../models/tests/it/fixture.rs"]
+#[allow(dead_code)]
+mod fixture;
+/// Where [`fixture`] finds the committed fixtures.
+const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/tests/fixtures");
 mod tier2 {
     mod autocast_ops;
     mod bench_sets;
@@ -16,6 +23,7 @@ mod tier2 {
     mod launch_plan;
     mod nonfinite_step;
     mod recipes;
+    mod reference_bf16;
     mod resnet_blocks;
     mod run_dir;
 }

@@ -6,80 +6,26 @@
 //! batch norm's affine parameters and running statistics drawn away from their initial
 //! values; each holds the `state_dict`, an input batch and torchvision's eval-mode logits.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::backend::{Flex, Wgpu};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+
 use burnacc_models::{
-    BlockKind, ResNet, ResNetConfig, load_torchvision_resnet, load_torchvision_resnet_backbone,
+    ResNet, ResNetConfig, load_torchvision_resnet, load_torchvision_resnet_backbone,
 };
-use safetensors::SafeTensors;
-use safetensors::tensor::Dtype;
+
+use crate::fixture::{Fixture, fixture_path};
 
 const FIXTURES: [&str; 2] = ["resnet18_w8", "resnet50_w4"];
 
-fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.safetensors"))
-}
-
-/// The fixture's configuration (from its metadata) and an f32 tensor of it, with its shape.
-struct Fixture {
-    config: ResNetConfig,
-    bytes: Vec<u8>,
-}
-
-impl Fixture {
-    fn open(name: &str) -> Self {
-        let path = fixture_path(name);
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (record it with: python3 scripts/record_resnet_fixture.py)",
-                path.display()
-            )
-        });
-        let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
-        let meta = header.metadata().as_ref().unwrap();
-        let config: serde_json::Value = serde_json::from_str(&meta["config"]).unwrap();
-        let layers: Vec<usize> = config["layers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as usize)
-            .collect();
-        let block = match config["block"].as_str().unwrap() {
-            "basic" => BlockKind::Basic,
-            _ => BlockKind::Bottleneck,
-        };
-        let config = ResNetConfig {
-            block,
-            layers: layers.try_into().unwrap(),
-            num_classes: config["num_classes"].as_u64().unwrap() as usize,
-            in_channels: 3,
-            base_width: config["width"].as_u64().unwrap() as usize,
-            small_input_stem: false,
-        };
-        Self { config, bytes }
-    }
-
-    fn tensor<B: Backend, const D: usize>(&self, name: &str, device: &B::Device) -> Tensor<B, D> {
-        let file = SafeTensors::deserialize(&self.bytes).unwrap();
-        let view = file.tensor(name).unwrap();
-        assert_eq!(view.dtype(), Dtype::F32, "{name}");
-        let values: Vec<f32> = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-            .collect();
-        Tensor::from_data(TensorData::new(values, view.shape().to_vec()), device)
-    }
-}
+const SCRIPT: &str = "record_resnet_fixture.py";
 
 /// Loads `name` into a fresh model on `B` and compares its eval-mode logits with torchvision's.
 fn matches_torchvision<B: Backend>(name: &str, backend: &str) {
     let device = B::Device::default();
-    let fixture = Fixture::open(name);
-    let mut model: ResNet<B> = fixture.config.init(&device);
+    let fixture = Fixture::open(name, SCRIPT);
+    let mut model: ResNet<B> = fixture.resnet_config().init(&device);
     let report = load_torchvision_resnet(&mut model, &fixture_path(name)).unwrap();
     assert!(report.missing.is_empty(), "{name}: {:?}", report.missing);
     let mut unused = report.unused.clone();
@@ -124,25 +70,25 @@ fn torchvision_weights_give_torchvisions_logits_wgpu() {
 #[test]
 fn the_backbone_loads_without_the_classifier_and_mismatches_are_named() {
     let device = Default::default();
-    let fixture = Fixture::open("resnet18_w8");
+    let fixture = Fixture::open("resnet18_w8", SCRIPT);
     let path = fixture_path("resnet18_w8");
     let mut model: ResNet<Flex> = ResNetConfig {
         num_classes: 4,
-        ..fixture.config.clone()
+        ..fixture.resnet_config()
     }
     .init(&device);
     let report = load_torchvision_resnet_backbone(&mut model, &path).unwrap();
     assert_eq!(report.missing, ["fc.bias", "fc.weight"]);
 
     // Width 16: every tensor has another shape; the message names the file and a tensor.
-    let mut wide: ResNet<Flex> = fixture.config.clone().with_base_width(16).init(&device);
+    let mut wide: ResNet<Flex> = fixture.resnet_config().with_base_width(16).init(&device);
     let error = load_torchvision_resnet(&mut wide, &path)
         .unwrap_err()
         .to_string();
     assert!(error.contains(&path.display().to_string()), "{error}");
     assert!(error.contains("conv1.weight"), "{error}");
     // Bottleneck weights into a basic-block model: tensors missing.
-    let mut other: ResNet<Flex> = fixture.config.clone().init(&device);
+    let mut other: ResNet<Flex> = fixture.resnet_config().init(&device);
     let error = load_torchvision_resnet(&mut other, &fixture_path("resnet50_w4"))
         .unwrap_err()
         .to_string();

@@ -8,20 +8,19 @@
 //! model's kwargs and the names and shapes of the full `swin_tiny_patch4_window7_224`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use burn::backend::{Autodiff, Flex, NdArray};
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use burn::tensor::{Distribution, Int, Tensor};
 use burnacc_models::swin::{
     SHIFTED_WINDOW_MASK, SwinConfig, SwinTransformer, cyclic_shift, drop_path, load_timm_swin,
     load_timm_swin_backbone, window_partition, window_reverse,
 };
 use burnacc_models::{named_tensors, num_trainable_params, torch_key};
-use safetensors::SafeTensors;
-use safetensors::tensor::Dtype;
+
+use crate::fixture::{Fixture, fixture_path};
 
 type F = Flex;
 
@@ -34,84 +33,19 @@ const MAX_STAGE_RELATIVE_ERROR: f64 = 1e-4;
 
 const FIXTURES: [&str; 2] = ["swin_w7_56px", "swin_w4_36px"];
 
-fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.safetensors"))
-}
+const SCRIPT: &str = "record_swin_fixture.py";
 
-/// One fixture: its tensors (float32, shape and values) and its metadata.
-struct Fixture {
-    tensors: HashMap<String, (Vec<usize>, Vec<f32>)>,
-    metadata: HashMap<String, String>,
-}
-
-impl Fixture {
-    fn read(name: &str) -> Self {
-        let path = fixture_path(name);
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let (_, header) = SafeTensors::read_metadata(&bytes).expect("safetensors header");
-        let metadata = header.metadata().clone().expect("fixture metadata");
-        let file = SafeTensors::deserialize(&bytes).expect("the fixture is safetensors");
-        let tensors = file
-            .tensors()
-            .into_iter()
-            .map(|(name, view)| {
-                assert_eq!(view.dtype(), Dtype::F32, "{name}");
-                let values = view
-                    .data()
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                    .collect();
-                (name, (view.shape().to_vec(), values))
-            })
-            .collect();
-        Self { tensors, metadata }
-    }
-
-    /// The timm kwargs the fixture was recorded with, as a [`SwinConfig`].
-    fn config(&self) -> SwinConfig {
-        let json: serde_json::Value = serde_json::from_str(&self.metadata["config"]).unwrap();
-        let size = |key: &str| json[key].as_u64().unwrap() as usize;
-        let real = |key: &str| json[key].as_f64().unwrap();
-        let sizes = |key: &str| {
-            json[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap() as usize)
-                .collect::<Vec<_>>()
-        };
-        SwinConfig::new(size("num_classes"))
-            .with_img_size(size("img_size"))
-            .with_patch_size(size("patch_size"))
-            .with_in_chans(size("in_chans"))
-            .with_embed_dim(size("embed_dim"))
-            .with_depths(sizes("depths"))
-            .with_num_heads(sizes("num_heads"))
-            .with_window_size(size("window_size"))
-            .with_mlp_ratio(real("mlp_ratio"))
-            .with_qkv_bias(json["qkv_bias"].as_bool().unwrap())
-            .with_drop_rate(real("drop_rate"))
-            .with_proj_drop_rate(real("proj_drop_rate"))
-            .with_attn_drop_rate(real("attn_drop_rate"))
-            .with_drop_path_rate(real("drop_path_rate"))
-    }
-
-    fn tensor<B: Backend, const D: usize>(&self, name: &str, device: &B::Device) -> Tensor<B, D> {
-        let (shape, values) = &self.tensors[name];
-        Tensor::from_data(TensorData::new(values.clone(), shape.clone()), device)
-    }
-
-    /// `(key, shape)` of every model parameter in the file, sorted.
-    fn parameter_shapes(&self) -> Vec<(String, Vec<usize>)> {
-        let mut params: Vec<_> = self
-            .tensors
-            .iter()
-            .filter(|(k, _)| !is_recorded_activation(k))
-            .map(|(k, (shape, _))| (k.clone(), shape.clone()))
-            .collect();
-        params.sort();
-        params
-    }
+/// `(key, shape)` of every model parameter in the fixture, sorted.
+fn parameter_shapes(fixture: &Fixture) -> Vec<(String, Vec<usize>)> {
+    fixture
+        .keys()
+        .into_iter()
+        .filter(|k| !is_recorded_activation(k))
+        .map(|k| {
+            let shape = fixture.floats(&k).0.clone();
+            (k, shape)
+        })
+        .collect()
 }
 
 /// The fixture's non-parameter tensors: input, stage outputs, logits.
@@ -158,7 +92,7 @@ fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
 fn trainable_parameter_counts_match_timm() {
     let device = Default::default();
     let recorded: HashMap<String, usize> =
-        serde_json::from_str(&Fixture::read(FIXTURES[0]).metadata["param_counts"]).unwrap();
+        serde_json::from_str(&Fixture::open(FIXTURES[0], SCRIPT).metadata["param_counts"]).unwrap();
     let cases = [
         ("swin_tiny_patch4_window7_224", 28_288_354),
         ("swin_small_patch4_window7_224", 49_606_258),
@@ -177,7 +111,7 @@ fn trainable_parameter_counts_match_timm() {
 /// Every parameter of Swin-T, in order, with timm's key and PyTorch shape (173 tensors).
 #[test]
 fn swin_tiny_parameter_names_and_shapes_match_timm_state_dict() {
-    let fixture = Fixture::read(FIXTURES[0]);
+    let fixture = Fixture::open(FIXTURES[0], SCRIPT);
     let timm: Vec<(String, Vec<usize>)> =
         serde_json::from_str(&fixture.metadata["swin_tiny_state_dict"]).unwrap();
     assert_eq!(timm.len(), 173);
@@ -196,11 +130,11 @@ fn swin_tiny_parameter_names_and_shapes_match_timm_state_dict() {
 #[test]
 fn reduced_parameter_names_and_shapes_match_the_fixtures() {
     for name in FIXTURES {
-        let fixture = Fixture::read(name);
-        let model = fixture.config().init::<F>(&Default::default());
+        let fixture = Fixture::open(name, SCRIPT);
+        let model = fixture.swin_config().init::<F>(&Default::default());
         let mut ours = timm_keys(&model);
         ours.sort();
-        assert_eq!(ours, fixture.parameter_shapes(), "{name}");
+        assert_eq!(ours, parameter_shapes(&fixture), "{name}");
     }
 }
 
@@ -345,11 +279,11 @@ fn shifted_window_mask_separates_regions() {
 /// Loads the fixture's weights, runs its input and compares stage outputs and logits.
 fn check_parity<B: Backend>(name: &str, backend: &str) {
     let device = Default::default();
-    let fixture = Fixture::read(name);
-    let config = fixture.config();
+    let fixture = Fixture::open(name, SCRIPT);
+    let config = fixture.swin_config();
     let mut model: SwinTransformer<B> = config.init(&device);
     let report = load_timm_swin(&mut model, &fixture_path(name)).unwrap();
-    let params = fixture.parameter_shapes().len();
+    let params = parameter_shapes(&fixture).len();
     assert_eq!(report.applied, params, "{report:?}");
     assert!(report.missing.is_empty(), "{report:?}");
     let mut unused = report.unused.clone();
@@ -365,7 +299,7 @@ fn check_parity<B: Backend>(name: &str, backend: &str) {
         x = stage.forward(x);
         let key = format!("stage{i}");
         let got = values(x.clone());
-        let (shape, expected) = &fixture.tensors[&key];
+        let (shape, expected) = fixture.floats(&key);
         assert_eq!(x.dims().to_vec(), *shape, "{name} {key}");
         let diff = max_abs_diff(&got, expected);
         let scale = max_abs(expected);
@@ -377,7 +311,7 @@ fn check_parity<B: Backend>(name: &str, backend: &str) {
     }
 
     let logits = values(model.forward(input));
-    let expected = &fixture.tensors["logits"].1;
+    let expected = &fixture.floats("logits").1;
     let diff = max_abs_diff(&logits, expected);
     eprintln!(
         "{name} [{backend}] logits: max |diff| {diff:.3e}, max |ref| {:.3}",
@@ -415,7 +349,7 @@ fn swin_matches_timm_on_ndarray() {
 fn backbone_loading_and_errors() {
     let device = Default::default();
     let name = FIXTURES[0];
-    let mut config = Fixture::read(name).config();
+    let mut config = Fixture::open(name, SCRIPT).swin_config();
     config.num_classes = 5;
     let mut model: SwinTransformer<F> = config.init(&device);
     let full = load_timm_swin(&mut model, &fixture_path(name))
@@ -426,10 +360,10 @@ fn backbone_loading_and_errors() {
     let mut model: SwinTransformer<F> = config.init(&device);
     let report = load_timm_swin_backbone(&mut model, &fixture_path(name)).unwrap();
     assert_eq!(report.missing, ["head.fc.bias", "head.fc.weight"]);
-    let fixture_params = Fixture::read(name).parameter_shapes().len();
+    let fixture_params = parameter_shapes(&Fixture::open(name, SCRIPT)).len();
     assert_eq!(report.applied, fixture_params - 2, "{report:?}");
     assert_eq!(model.num_classes(), 5);
-    let logits = model.forward(Fixture::read(name).tensor("input", &device));
+    let logits = model.forward(Fixture::open(name, SCRIPT).tensor("input", &device));
     assert_eq!(logits.dims(), [2, 5]);
 
     let tmp = tempfile::tempdir().unwrap();

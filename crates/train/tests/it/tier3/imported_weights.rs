@@ -193,3 +193,60 @@ fn a_resnet_recipe_starts_from_torchvision_weights() {
         "{error}"
     );
 }
+
+#[test]
+fn a_pth_checkpoint_starts_a_run_whose_export_has_timms_keys() {
+    let root = tempfile::tempdir().unwrap();
+    // A `torch.save({"state_dict": …})` training checkpoint of the same weights.
+    let pth = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/tests/fixtures/swin_w4_36px.pth");
+    let weights = format!("model.weights={:?}", pth.display().to_string());
+    let recipe = recipe(root.path(), 10, &[&weights, "train.save_model=true"]).unwrap();
+    let run = train(&recipe).unwrap();
+    let p = run
+        .outcome
+        .pretrained
+        .as_ref()
+        .expect("weights were imported");
+    assert!(p.fresh.is_empty(), "the whole model loads: {:?}", p.fresh);
+    let safetensors = train(
+        &self::recipe(
+            root.path(),
+            10,
+            &[&format!(
+                "model.weights={:?}",
+                fixture().display().to_string()
+            )],
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        losses(&run),
+        losses(&safetensors),
+        "the same weights, the same run"
+    );
+
+    // The run's export: timm's keys (the fixture's parameters), f32, timm in the metadata.
+    let bytes = std::fs::read(run.run_dir.join("model.safetensors")).unwrap();
+    let export = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut keys: Vec<String> = export.names().into_iter().map(str::to_owned).collect();
+    keys.sort();
+    let fixture_bytes = std::fs::read(fixture()).unwrap();
+    let fixture = safetensors::SafeTensors::deserialize(&fixture_bytes).unwrap();
+    let mut expected: Vec<String> = fixture
+        .names()
+        .into_iter()
+        .filter(|k| !(k.starts_with("stage") || *k == "input" || *k == "logits"))
+        .map(str::to_owned)
+        .collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let metadata = header.metadata().clone().unwrap();
+    assert_eq!(metadata["library"], "timm");
+    let config: serde_json::Value = serde_json::from_str(&metadata["reference_config"]).unwrap();
+    assert_eq!(config["embed_dim"], 8);
+    assert_eq!(config["num_classes"], 10);
+    assert_eq!(config["img_size"], 36);
+}
