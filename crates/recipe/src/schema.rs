@@ -334,9 +334,10 @@ pub struct ModelSection {
     /// Start from published weights (BERT family): minilm-l6 loads all-MiniLM-L6-v2 as
     /// fetched by `scripts/fetch_text_data.sh`. Others need `model.weights`.
     pub pretrained: bool,
-    /// Weights to start from: a Hugging Face BERT `model.safetensors` (BERT family; implies
-    /// pretrained), a timm Swin or a torchvision ResNet safetensors file (their classifier is
-    /// kept when it has the recipe's number of classes, and drawn afresh otherwise).
+    /// Weights to start from, safetensors or a `torch.save` pickle (`.pth`, `.bin`): a Hugging
+    /// Face BERT (BERT family; implies pretrained), a timm Swin or a torchvision ResNet (their
+    /// classifier is kept when it has the recipe's number of classes, and drawn afresh
+    /// otherwise). docs/weights.md.
     pub weights: Option<PathBuf>,
     /// Feed-forward activation (BERT family); default: the model's (exact GELU).
     pub hidden_act: Option<HiddenActName>,

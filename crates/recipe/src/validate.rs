@@ -168,9 +168,9 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
                     "no published {} weights are available offline{}",
                     model.as_str(),
                     if model.is_swin() {
-                        ": set model.weights to a timm safetensors file"
+                        ": set model.weights to a timm checkpoint (safetensors or .pth)"
                     } else {
-                        ": set model.weights to a torchvision safetensors file"
+                        ": set model.weights to a torchvision checkpoint (.pth or safetensors)"
                     }
                 ),
             ));
@@ -201,7 +201,7 @@ fn validate_family(r: &Recipe) -> Result<(), (&'static str, String)> {
             "model.pretrained",
             format!(
                 "no published {} weights are available offline: set model.weights to a \
-                 Hugging Face model.safetensors",
+                 Hugging Face model.safetensors or pytorch_model.bin",
                 model.as_str()
             ),
         ));

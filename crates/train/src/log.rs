@@ -24,6 +24,10 @@ pub struct StepRecord {
     pub samples_per_sec: Option<f64>,
     /// Mean seconds per step since the previous logged step.
     pub step_secs: Option<f64>,
+    /// Mean milliseconds per step spent waiting for the next batch from the loader over the
+    /// interval (decoding, collation and read-ahead not keeping up); the rest of `step_secs`
+    /// is the step itself.
+    pub data_wait_ms: Option<f64>,
     /// Device memory (in use, peak); see `memory`.
     pub memory: Option<MemoryReading>,
     /// The loss scale after this step (loss scaling on); `loss` is the unscaled loss.

@@ -25,7 +25,7 @@ use burnacc_backend::trace;
 use burnacc_checkpoint::CheckpointBackend;
 use burnacc_checkpoint::CheckpointTape;
 use burnacc_ddp::Peer;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What the loop measured.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -40,6 +40,9 @@ pub struct LoopStats {
     pub first_step_secs: f64,
     /// Median samples/s over the logged intervals after the first step.
     pub median_samples_per_sec: Option<f64>,
+    /// Median, over the logged intervals after the first step, of the fraction of the time
+    /// spent waiting for the loader (`data_wait_ms` over `step_secs`).
+    pub median_data_wait_fraction: Option<f64>,
     /// Peak memory seen at the logged steps.
     pub peak_memory: Option<u64>,
     /// Loss scale after the last step (loss scaling on).
@@ -127,6 +130,7 @@ where
     let mut reads_baseline = counters::snapshot();
     let mut stats = LoopStats::default();
     let mut speeds = Vec::new();
+    let mut wait_fractions = Vec::new();
     let mut epoch = start.epoch;
     let mut batches = loader.batches_from(epoch, start.batches_in_epoch);
     // Batches of `epoch` trained on (the data position a checkpoint records).
@@ -135,12 +139,15 @@ where
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
     let mut interval_steps = 0usize;
+    // Time spent in the loader's `next` since the last logged step.
+    let mut interval_wait = Duration::ZERO;
     // `auto`: which blocks to checkpoint, planned from the first batch.
     let mut auto_plan: Option<Vec<bool>> = None;
 
     for step in start.step..total {
         // `train.accumulate` micro-batches per optimizer step.
         let mut micro_batches = Vec::with_capacity(recipe.train.accumulate);
+        let waiting = Instant::now();
         for _ in 0..recipe.train.accumulate {
             let batch = match batches.next() {
                 Some(batch) => batch?,
@@ -156,6 +163,7 @@ where
             batches_in_epoch += 1;
             micro_batches.push(batch);
         }
+        interval_wait += waiting.elapsed();
         let batch_size: usize = micro_batches.iter().map(S::samples).sum();
         let lr = learning_rate(&recipe.optim, step, total);
         let mode = recipe.checkpoint.mode;
@@ -275,8 +283,10 @@ where
                 let processes = peer.map_or(1, Peer::world);
                 let speed = (interval_samples * processes) as f64 / elapsed;
                 speeds.push(speed);
+                wait_fractions.push(interval_wait.as_secs_f64() / elapsed);
                 (Some(speed), Some(elapsed / interval_steps as f64))
             };
+            let data_wait_ms = Some(interval_wait.as_secs_f64() * 1e3 / interval_steps as f64);
             let mut record = StepRecord {
                 step: step + 1,
                 epoch,
@@ -285,6 +295,7 @@ where
                 lr,
                 samples_per_sec,
                 step_secs,
+                data_wait_ms,
                 memory,
                 loss_scale,
                 skipped_steps,
@@ -317,6 +328,7 @@ where
             interval_start = Instant::now();
             interval_samples = 0;
             interval_steps = 0;
+            interval_wait = Duration::ZERO;
         }
         stats.steps = step + 1;
         if let Some(writer) = persist.writer.filter(|w| w.due(step + 1, total)) {
@@ -332,6 +344,7 @@ where
         }
     }
     stats.median_samples_per_sec = median(&mut speeds);
+    stats.median_data_wait_fraction = median(&mut wait_fractions);
     Ok((model, stats))
 }
 

@@ -15,7 +15,7 @@ use burnacc_train::trainer::{RunOptions, evaluate, model_config, run_checked};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{losses, rel, tiny_recipe};
+use crate::common::{logged_records, losses, rel, tiny_recipe};
 
 const STEPS: usize = 8;
 
@@ -46,6 +46,17 @@ fn every_mode_trains_and_the_modes_agree() {
             "{stack}: loss did not go down: {l:?}"
         );
         assert!(summary.outcome.eval.is_some(), "{stack}: no evaluation");
+        // The time waiting for the loader is part of the step time.
+        for record in logged_records(&summary.run_dir) {
+            let wait = record["data_wait_ms"]
+                .as_f64()
+                .expect("data_wait_ms is logged");
+            let step = record["step_secs"].as_f64().unwrap() * 1e3;
+            assert!(
+                (0.0..=step).contains(&wait),
+                "{stack}: wait {wait} ms, step {step} ms"
+            );
+        }
         runs.push((stack, summary, l));
     }
 
