@@ -8,6 +8,8 @@
 //! - [`window_process`]: Swin's cyclic shift + pad + window partition (and its reverse), one
 //!   gather each way.
 //! - [`swin_attention`]: Swin's relative-position-bias + mask + softmax, one pass each way.
+//! - [`nms`]: the NMS family of detection models (torchvision's `nms`/`batched_nms`, mmcv's
+//!   legacy-pixel NMS and soft-NMS), on the host for now.
 
 pub mod bias_dropout_add;
 mod cube_util;
@@ -16,6 +18,7 @@ mod fallback;
 pub mod gelu;
 mod launch_counter;
 pub mod layer_norm;
+pub mod nms;
 pub mod optim;
 pub mod swin_attention;
 pub mod window_process;

@@ -12,6 +12,7 @@ mod tier2 {
     mod layer_norm_autodiff;
     mod layer_norm_fusion;
     mod multi_tensor_optim;
+    mod nms;
     mod swin_attention;
     mod window_process;
 }
