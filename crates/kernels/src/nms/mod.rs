@@ -229,6 +229,23 @@ fn check_soft(config: &SoftNmsConfig) -> Result<(), NmsError> {
     Ok(())
 }
 
+/// [`reference::soft_nms_host`] with `config`'s settings.
+fn soft_nms_on_host(
+    boxes: &[[f32; 4]],
+    scores: &[f32],
+    config: &SoftNmsConfig,
+) -> Vec<(usize, f32)> {
+    reference::soft_nms_host(
+        boxes,
+        scores,
+        config.iou_threshold,
+        config.sigma,
+        config.min_score,
+        config.method,
+        config.offset,
+    )
+}
+
 fn soft_output<B: Backend>(kept: &[(usize, f32)], boxes: Tensor<B, 2>) -> SoftNmsOutput<B> {
     let device = boxes.device();
     let index: Vec<usize> = kept.iter().map(|&(i, _)| i).collect();
@@ -256,15 +273,7 @@ pub fn soft_nms<B: Backend>(
 ) -> Result<SoftNmsOutput<B>, NmsError> {
     check_soft(&config)?;
     let (host_boxes, host_scores) = read(&boxes, &scores)?;
-    let kept = reference::soft_nms_host(
-        &host_boxes,
-        &host_scores,
-        config.iou_threshold,
-        config.sigma,
-        config.min_score,
-        config.method,
-        config.offset,
-    );
+    let kept = soft_nms_on_host(&host_boxes, &host_scores, &config);
     Ok(soft_output(&kept, boxes))
 }
 
@@ -283,17 +292,7 @@ pub fn batched_soft_nms<B: Backend>(
         &host_boxes,
         &host_scores,
         &host_classes,
-        |b, s| {
-            reference::soft_nms_host(
-                b,
-                s,
-                config.iou_threshold,
-                config.sigma,
-                config.min_score,
-                config.method,
-                config.offset,
-            )
-        },
+        |b, s| soft_nms_on_host(b, s, &config),
         |_, score| score,
     );
     Ok(soft_output(&kept, boxes))
