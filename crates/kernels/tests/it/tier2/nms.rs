@@ -237,3 +237,22 @@ fn bad_input_is_refused_naming_the_argument() {
         .to_string();
     assert_eq!(error, "classes has 1 values for 2 boxes");
 }
+
+/// The same selection from tensors on a CubeCL device (lavapipe): the results come back on it.
+#[test]
+fn the_nms_family_runs_on_wgpu_tensors() {
+    use burn::backend::Wgpu;
+    let f = Fixture::open();
+    let (boxes, scores, classes) = f.inputs("random");
+    let device = Default::default();
+    let boxes = Tensor::<Wgpu, 2>::from_data(boxes.into_data(), &device);
+    let scores = Tensor::<Wgpu, 1>::from_data(scores.into_data(), &device);
+    let classes = Tensor::<Wgpu, 1, Int>::from_data(classes.into_data(), &device);
+    let kept = nms(boxes.clone(), scores.clone(), 0.5).unwrap();
+    let kept: Vec<i64> = kept.into_data().convert::<i64>().to_vec().unwrap();
+    assert_eq!(kept, f.ints["random.nms.0.5"]);
+    let out = batched_soft_nms(boxes, scores, classes, SoftNmsConfig::default()).unwrap();
+    let indices: Vec<i64> = out.indices.into_data().convert::<i64>().to_vec().unwrap();
+    assert_eq!(indices, f.ints["random.batched_soft.linear.index"]);
+    assert_eq!(out.boxes.dims(), [indices.len(), 4]);
+}
