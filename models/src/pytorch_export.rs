@@ -78,10 +78,12 @@ pub fn reference_state_dict<B: Backend, M: Module<B> + ReferenceExport>(
             .convert::<f32>()
             .to_vec::<f32>()
             .map_err(|e| format!("{key}: {e:?}"))?;
-        if M::COUNTS_BATCHES && key.ends_with(".running_var") {
-            let counter = key.replace(".running_var", ".num_batches_tracked");
+        if let Some(norm) = key
+            .strip_suffix(".running_var")
+            .filter(|_| M::COUNTS_BATCHES)
+        {
             tensors.push(ReferenceTensor {
-                key: counter,
+                key: format!("{norm}.num_batches_tracked"),
                 shape: Vec::new(),
                 data: ReferenceData::I64(vec![batches]),
             });

@@ -146,20 +146,18 @@ where
     assert!(failing.is_empty(), "{name}: gradients off: {failing:?}");
 
     let statistics = f.float_keys("running.");
-    for (key, got) in float_state(&model.valid()) {
-        if statistics.contains(&key) {
+    let state = float_state(&model.valid());
+    for (key, got) in &state {
+        if statistics.contains(key) {
             close(
                 &format!("{key} after the step"),
-                &got,
+                got,
                 &f.floats(&format!("running.{key}")).1,
             );
         }
     }
     if !statistics.is_empty() {
-        let updated = float_state(&model.valid())
-            .iter()
-            .filter(|(k, _)| is_statistic(k))
-            .count();
+        let updated = state.iter().filter(|(k, _)| is_statistic(k)).count();
         assert_eq!(
             updated,
             statistics.len(),
