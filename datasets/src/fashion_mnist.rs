@@ -16,7 +16,7 @@ use crate::DataError;
 use crate::idx::{read_idx_images, read_idx_labels};
 use crate::sample::{ImageDataset, ImageSample};
 use crate::seed::rng_for;
-use crate::transform::{Normalize, random_crop_flip, to_chw_f32};
+use crate::transform::{Normalize, random_crop_flip};
 
 /// Mean pixel value of the Fashion-MNIST training set, in `[0, 1]` units.
 pub const FASHION_MNIST_MEAN: f32 = 0.2860;
@@ -249,7 +249,11 @@ impl ImageDataset for FashionMnist {
         [1, self.rows + p, self.cols + p]
     }
 
-    /// `[1, 28, 28]` or `[1, 32, 32]`, normalised; never `None`.
+    fn normalize(&self) -> Normalize {
+        self.config.normalize.clone()
+    }
+
+    /// `[1, 28, 28]` or `[1, 32, 32]` u8; never `None`.
     fn get(&self, index: usize, rng_seed: u64) -> Result<Option<ImageSample>, DataError> {
         let raw = self.raw_image(index).ok_or(DataError::IndexOutOfRange {
             index,
@@ -262,10 +266,8 @@ impl ImageDataset for FashionMnist {
             let (w, h) = img.dimensions();
             img = random_crop_flip(&pad(&img, AUGMENT_PADDING), w, h, &mut rng_for(&[rng_seed]));
         }
-        let mut image = to_chw_f32(&img);
-        self.config.normalize.apply(&mut image);
         Ok(Some(ImageSample {
-            image,
+            pixels: img.into_raw(),
             shape: self.shape(),
             label: usize::from(self.labels[index]),
         }))

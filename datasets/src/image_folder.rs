@@ -16,7 +16,7 @@ use image::{DynamicImage, GrayImage, ImageReader, RgbImage};
 
 use crate::DataError;
 use crate::sample::{ImageDataset, ImageSample};
-use crate::transform::ImageTransform;
+use crate::transform::{ImageTransform, Normalize};
 
 /// What to do with an image file that cannot be decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -249,7 +249,11 @@ impl ImageDataset for ImageFolder {
         self.config.transform.output_shape(self.config.channels)
     }
 
-    /// Decodes and transforms sample `index`: `[channels, crop, crop]`, normalised.
+    fn normalize(&self) -> Normalize {
+        self.config.transform.normalize.clone()
+    }
+
+    /// Decodes and transforms sample `index`: `[channels, crop, crop]` u8.
     fn get(&self, index: usize, rng_seed: u64) -> Result<Option<ImageSample>, DataError> {
         let (path, label) = self
             .index
@@ -269,12 +273,12 @@ impl ImageDataset for ImageFolder {
             Err(e) => return Err(e),
         };
         let t = &self.config.transform;
-        let image = match &decoded {
+        let pixels = match &decoded {
             DecodedImage::Rgb(img) => t.apply(img, rng_seed),
             DecodedImage::Luma(img) => t.apply(img, rng_seed),
         };
         Ok(Some(ImageSample {
-            image,
+            pixels,
             shape: self.shape(),
             label: *label,
         }))

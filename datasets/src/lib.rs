@@ -1,8 +1,10 @@
 //! Datasets and loaders (host side: no tensors, no backend).
 //!
-//! Datasets implement [`ImageDataset`] and produce normalised `[channels, height, width]` f32
-//! samples; a [`Loader`] batches them on worker threads into [`HostBatch`]es
-//! (`[batch, channels, height, width]` f32 + i64 labels) that the trainer uploads.
+//! Datasets implement [`ImageDataset`] and produce `[channels, height, width]` u8 samples and
+//! their [`Normalize`]; a [`Loader`] batches them on worker threads into [`HostBatch`]es
+//! (`[batch, channels, height, width]` u8 + i64 labels) that the trainer uploads and
+//! normalises on the device. The image and text loaders share one engine of ordered worker
+//! threads with bounded read-ahead.
 //!
 //! - [`ImageFolder`]: `root/<class>/<image>` trees of JPEG/PNG files, with [`ImageTransform`].
 //! - [`generate_mock_imagenet`]: a learnable, generated ImageFolder tree of JPEGs.
@@ -21,6 +23,7 @@ pub mod idx;
 mod image_folder;
 mod loader;
 mod mock_imagenet;
+mod ordered;
 pub mod paths;
 mod sample;
 pub mod seed;

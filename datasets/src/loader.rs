@@ -1,26 +1,24 @@
-//! A multi-threaded batch loader with deterministic order and bounded read-ahead.
+//! A multi-threaded image batch loader with deterministic order and bounded read-ahead.
 //!
 //! For epoch `e`, the sample order is `0..len` shuffled by an RNG seeded from `(seed, e)`
-//! (or kept as is), cut into batches of `batch_size`. Worker threads claim batch indices in
-//! order and build them; the consumer reorders them by batch index, so the stream of batches
-//! is the same for any number of workers and any timing. Sample `i`'s augmentation seed is
+//! (or kept as is), cut into batches of `batch_size`. Worker threads build them and the
+//! batches are served in order ([`crate::ordered`]), so the stream of batches is the same for
+//! any number of workers and any timing. Sample `i`'s augmentation seed is
 //! derived from `(seed, e, i)` (dataset index, not position), so it too is independent of
 //! the workers. At most `workers + prefetch` batches are being built or waiting at any time.
 //! Dropping an [`Epoch`] early stops its workers after their current sample and joins them.
 
-use std::collections::BTreeMap;
-use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 
 use rand::seq::SliceRandom;
 
 use crate::DataError;
+use crate::ordered::{BatchJob, OrderedBatches};
 use crate::sample::{HostBatch, ImageDataset};
 use crate::seed::{derive_seed, rng_for, tag};
 use crate::shard::Shard;
+use crate::transform::Normalize;
 
 /// Loader settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,214 +144,83 @@ impl Loader {
                 .saturating_mul(self.config.batch_size)
                 .min(order.len()),
         );
-        let job = Arc::new(Job {
+        let num_batches = order.len().div_ceil(self.config.batch_size);
+        let job = ImageJob {
             dataset: self.dataset.clone(),
+            normalize: self.dataset.normalize(),
             order,
             batch_size: self.config.batch_size,
             seed: self.config.seed,
             epoch,
-            cancelled: AtomicBool::new(false),
-        });
-        let num_batches = job.order.len().div_ceil(job.batch_size);
-        let workers = if self.config.workers == 0 || num_batches == 0 {
-            None
-        } else {
-            Some(Workers::spawn(
-                job.clone(),
+        };
+        Epoch {
+            batches: OrderedBatches::start(
+                job,
                 num_batches,
                 self.config.workers,
                 self.config.prefetch,
-            ))
-        };
-        Epoch {
-            job,
-            workers,
-            next: 0,
-            num_batches,
-            finished: false,
+            ),
         }
     }
 }
 
-/// What every worker of one epoch shares.
-struct Job {
+/// Builds the batches of one epoch; shared by its workers.
+struct ImageJob {
     dataset: Arc<dyn ImageDataset>,
+    normalize: Normalize,
     order: Vec<usize>,
     batch_size: usize,
     seed: u64,
     epoch: u64,
-    cancelled: AtomicBool,
 }
 
-impl Job {
-    /// Builds batch `b`; `Ok(None)` if cancelled meanwhile.
-    fn build(&self, b: usize) -> Result<Option<HostBatch>, DataError> {
+impl BatchJob for ImageJob {
+    type Batch = HostBatch;
+    const THREAD_NAME: &'static str = "burnacc-loader";
+
+    fn build(&self, b: usize, cancelled: &AtomicBool) -> Result<Option<HostBatch>, DataError> {
         let indices =
             &self.order[b * self.batch_size..((b + 1) * self.batch_size).min(self.order.len())];
         let shape = self.dataset.shape();
-        let mut images = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
+        let mut pixels = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
         let mut labels = Vec::with_capacity(indices.len());
         for &index in indices {
-            if self.cancelled.load(Ordering::Relaxed) {
+            if cancelled.load(Ordering::Relaxed) {
                 return Ok(None);
             }
             let seed = derive_seed(&[self.seed, tag::SAMPLE, self.epoch, index as u64]);
             let Some(sample) = self.dataset.get(index, seed)? else {
                 continue;
             };
-            if sample.shape != shape || sample.image.len() != shape.iter().product::<usize>() {
+            if sample.shape != shape || sample.pixels.len() != shape.iter().product::<usize>() {
                 return Err(DataError::ShapeMismatch {
                     index,
                     expected: shape,
                     found: sample.shape,
                 });
             }
-            images.extend_from_slice(&sample.image);
+            pixels.extend_from_slice(&sample.pixels);
             labels.push(sample.label as i64);
         }
         Ok(Some(HostBatch {
-            images,
+            pixels,
             shape: [labels.len(), shape[0], shape[1], shape[2]],
             labels,
+            normalize: self.normalize.clone(),
         }))
-    }
-}
-
-/// Claim window shared by workers and consumer.
-struct Window {
-    /// Next batch index to claim.
-    next_claim: usize,
-    /// Batches the consumer has taken.
-    consumed: usize,
-}
-
-/// The worker threads of one epoch.
-struct Workers {
-    window: Arc<(Mutex<Window>, Condvar)>,
-    rx: Receiver<(usize, Result<Option<HostBatch>, DataError>)>,
-    handles: Vec<JoinHandle<()>>,
-    /// Batches received out of order, waiting for their turn.
-    pending: BTreeMap<usize, Result<Option<HostBatch>, DataError>>,
-}
-
-impl Workers {
-    fn spawn(job: Arc<Job>, num_batches: usize, workers: usize, prefetch: usize) -> Self {
-        let ahead = workers + prefetch;
-        let window = Arc::new((
-            Mutex::new(Window {
-                next_claim: 0,
-                consumed: 0,
-            }),
-            Condvar::new(),
-        ));
-        let (tx, rx) = sync_channel(ahead);
-        let handles = (0..workers.min(num_batches))
-            .map(|w| {
-                let (job, window, tx) = (job.clone(), window.clone(), tx.clone());
-                std::thread::Builder::new()
-                    .name(format!("burnacc-loader-{w}"))
-                    .spawn(move || worker_loop(&job, &window, &tx, num_batches, ahead))
-                    .expect("spawning a loader thread")
-            })
-            .collect();
-        Workers {
-            window,
-            rx,
-            handles,
-            pending: BTreeMap::new(),
-        }
-    }
-
-    /// Waits for batch `b` (all earlier ones have been taken).
-    fn take(&mut self, b: usize) -> Result<Option<HostBatch>, DataError> {
-        let result = loop {
-            if let Some(r) = self.pending.remove(&b) {
-                break r;
-            }
-            match self.rx.recv() {
-                Ok((i, r)) => {
-                    self.pending.insert(i, r);
-                }
-                // Every worker is gone without sending `b` (cannot happen: panics are caught).
-                Err(_) => break Err(DataError::WorkerPanicked { batch: b }),
-            }
-        };
-        let (lock, cvar) = &*self.window;
-        lock.lock().unwrap_or_else(|e| e.into_inner()).consumed = b + 1;
-        cvar.notify_all();
-        result
-    }
-}
-
-fn worker_loop(
-    job: &Job,
-    window: &(Mutex<Window>, Condvar),
-    tx: &SyncSender<(usize, Result<Option<HostBatch>, DataError>)>,
-    num_batches: usize,
-    ahead: usize,
-) {
-    let (lock, cvar) = window;
-    loop {
-        let b = {
-            let mut w = lock.lock().unwrap_or_else(|e| e.into_inner());
-            while !job.cancelled.load(Ordering::Relaxed)
-                && w.next_claim < num_batches
-                && w.next_claim >= w.consumed + ahead
-            {
-                w = cvar.wait(w).unwrap_or_else(|e| e.into_inner());
-            }
-            if job.cancelled.load(Ordering::Relaxed) || w.next_claim >= num_batches {
-                return;
-            }
-            w.next_claim += 1;
-            w.next_claim - 1
-        };
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| job.build(b)))
-            .unwrap_or(Err(DataError::WorkerPanicked { batch: b }));
-        if job.cancelled.load(Ordering::Relaxed) || tx.send((b, result)).is_err() {
-            return;
-        }
     }
 }
 
 /// The batches of one epoch, in order; see [`Loader::epoch`]. `Send`, so it can be moved to
 /// a prefetching thread. Dropping it stops and joins its workers.
 pub struct Epoch {
-    job: Arc<Job>,
-    workers: Option<Workers>,
-    next: usize,
-    num_batches: usize,
-    finished: bool,
+    batches: OrderedBatches<ImageJob>,
 }
 
 impl Epoch {
     /// Batch indices not yet yielded (an upper bound when corrupt samples are skipped).
     pub fn remaining(&self) -> usize {
-        if self.finished {
-            0
-        } else {
-            self.num_batches - self.next
-        }
-    }
-
-    fn stop(&mut self) {
-        self.finished = true;
-        self.job.cancelled.store(true, Ordering::Relaxed);
-        if let Some(workers) = self.workers.take() {
-            let Workers {
-                window,
-                rx,
-                handles,
-                ..
-            } = workers;
-            // Taking the lock orders the flag before any worker's next check-then-wait.
-            drop(window.0.lock().unwrap_or_else(|e| e.into_inner()));
-            window.1.notify_all();
-            drop(rx);
-            for h in handles {
-                let _ = h.join();
-            }
-        }
+        self.batches.remaining()
     }
 }
 
@@ -361,30 +228,12 @@ impl Iterator for Epoch {
     type Item = Result<HostBatch, DataError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.finished && self.next < self.num_batches {
-            let b = self.next;
-            self.next += 1;
-            let result = match &mut self.workers {
-                Some(w) => w.take(b),
-                None => self.job.build(b),
-            };
-            match result {
-                Ok(Some(batch)) if batch.is_empty() => continue,
-                Ok(Some(batch)) => return Some(Ok(batch)),
-                Ok(None) => unreachable!("batches are only cancelled when the epoch stops"),
-                Err(e) => {
-                    self.stop();
-                    return Some(Err(e));
-                }
+        loop {
+            match self.batches.next_batch()? {
+                // Every sample of the batch was skipped as corrupt.
+                Ok(batch) if batch.is_empty() => continue,
+                other => return Some(other),
             }
         }
-        self.stop();
-        None
-    }
-}
-
-impl Drop for Epoch {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

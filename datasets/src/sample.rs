@@ -1,13 +1,18 @@
 //! Samples, batches and the dataset trait shared by every image dataset and the loader.
+//!
+//! Pixels stay 8-bit from decoding to the device: a sample is its `[channels, height, width]`
+//! u8 values and a batch carries its dataset's [`Normalize`], applied on the device after the
+//! upload (a quarter of the bytes of normalised f32) or on the host by
+//! [`HostBatch::normalized`], the reference.
 
 use crate::DataError;
+use crate::transform::Normalize;
 
-/// One decoded, transformed and normalised image with its class.
+/// One decoded and transformed (resized, cropped, flipped) image with its class.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImageSample {
-    /// Pixels, `[channels, height, width]` row-major f32, normalised
-    /// (`(x / 255 - mean[c]) / std[c]`, so roughly in `[-2.2, 2.7]` for ImageNet statistics).
-    pub image: Vec<f32>,
+    /// Pixels, `[channels, height, width]` row-major u8 (not normalised).
+    pub pixels: Vec<u8>,
     /// `[channels, height, width]`.
     pub shape: [usize; 3],
     /// Class index in `0..num_classes`.
@@ -17,13 +22,15 @@ pub struct ImageSample {
 /// A batch of samples as plain host vectors; the trainer turns it into tensors.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostBatch {
-    /// Pixels, `[batch, channels, height, width]` row-major f32, normalised like [`ImageSample`].
-    pub images: Vec<f32>,
+    /// Pixels, `[batch, channels, height, width]` row-major u8, not normalised.
+    pub pixels: Vec<u8>,
     /// `[batch, channels, height, width]`; `batch` may be below the configured batch size
     /// for the last batch (without `drop_last`) or when corrupt samples were skipped.
     pub shape: [usize; 4],
     /// Class indices, `[batch]`.
     pub labels: Vec<i64>,
+    /// The dataset's normalisation, for `channels` channels.
+    pub normalize: Normalize,
 }
 
 impl HostBatch {
@@ -35,6 +42,18 @@ impl HostBatch {
     /// Whether the batch holds no sample.
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty()
+    }
+
+    /// The images normalised on the host: `[batch, channels, height, width]` f32,
+    /// `(x / 255 - mean[c]) / std[c]` — the reference for the trainer's on-device
+    /// normalisation.
+    pub fn normalized(&self) -> Vec<f32> {
+        let [_, channels, h, w] = self.shape;
+        let mut out = Vec::with_capacity(self.pixels.len());
+        for image in self.pixels.chunks(channels * h * w) {
+            out.extend(self.normalize.apply_u8(image));
+        }
+        out
     }
 }
 
@@ -53,6 +72,9 @@ pub trait ImageDataset: Send + Sync {
 
     /// `[channels, height, width]` of every sample.
     fn shape(&self) -> [usize; 3];
+
+    /// How the u8 pixels become model inputs (one `(mean, std)` per channel).
+    fn normalize(&self) -> Normalize;
 
     /// Sample `index` (in `0..len()`), with random augmentation drawn from `rng_seed` alone, so
     /// the same `(index, rng_seed)` always gives the same sample. `Ok(None)` means the sample

@@ -20,6 +20,7 @@ use rand::seq::SliceRandom;
 use crate::DataError;
 use crate::sample::{ImageDataset, ImageSample};
 use crate::seed::{rng_for, tag};
+use crate::transform::Normalize;
 
 /// The samples of `inner` at `indices`, in that order: sample `i` is `inner.get(indices[i])`.
 #[derive(Clone)]
@@ -55,6 +56,10 @@ impl ImageDataset for Subset {
 
     fn shape(&self) -> [usize; 3] {
         self.inner.shape()
+    }
+
+    fn normalize(&self) -> Normalize {
+        self.inner.normalize()
     }
 
     fn get(&self, index: usize, rng_seed: u64) -> Result<Option<ImageSample>, DataError> {

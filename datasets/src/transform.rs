@@ -1,8 +1,10 @@
-//! Image transforms: resize → crop (+ flip) → f32 CHW in `[0, 1]` → per-channel normalisation.
+//! Image transforms: resize → crop (+ flip) → u8 CHW; per-channel normalisation comes later,
+//! on the device (or on the host with [`Normalize::apply_u8`]).
 //!
 //! Follows torchvision's classic ImageNet pipeline: `Resize(resize)` (shorter side, bilinear),
 //! then `RandomCrop(crop)` + `RandomHorizontalFlip()` for training or `CenterCrop(crop)` for
-//! evaluation, then `ToTensor()` and `Normalize(mean, std)`.
+//! evaluation, then `ToTensor()` and `Normalize(mean, std)`. The flip is a free permutation
+//! of the copy the crop makes anyway, so it stays here rather than costing a device gather.
 //! Random choices come from an RNG seeded per sample, so a run is reproducible.
 
 use image::imageops::{self, FilterType};
@@ -79,6 +81,23 @@ impl Normalize {
     /// Per-channel standard deviations.
     pub fn std(&self) -> &[f32] {
         &self.std
+    }
+
+    /// chw: `[channels, h*w]` u8 flattened, with `channels == self.channels()` →
+    /// `(x / 255 - mean[c]) / std[c]` as f32, the same values as [`to_chw_f32`] then
+    /// [`Normalize::apply`].
+    pub fn apply_u8(&self, chw: &[u8]) -> Vec<f32> {
+        let plane = chw.len() / self.channels();
+        let mut out = Vec::with_capacity(chw.len());
+        for (c, values) in chw.chunks(plane).enumerate() {
+            let (mean, inv_std) = (self.mean[c], 1.0 / self.std[c]);
+            out.extend(
+                values
+                    .iter()
+                    .map(|&v| (f32::from(v) / 255.0 - mean) * inv_std),
+            );
+        }
+        out
     }
 
     /// chw: `[channels, h*w]` flattened, with `channels == self.channels()`; normalised in place.
@@ -166,8 +185,8 @@ impl ImageTransform {
     }
 
     /// img: any size, `P` with `P::CHANNEL_COUNT == normalize.channels()` →
-    /// `[channels, crop, crop]` f32, normalised. Train mode draws crop and flip from `seed`.
-    pub fn apply<P>(&self, img: &Image8<P>, seed: u64) -> Vec<f32>
+    /// `[channels, crop, crop]` u8, not normalised. Train mode draws crop and flip from `seed`.
+    pub fn apply<P>(&self, img: &Image8<P>, seed: u64) -> Vec<u8>
     where
         P: Pixel<Subpixel = u8> + 'static,
     {
@@ -178,9 +197,7 @@ impl ImageTransform {
                 random_crop_flip(&resized, self.crop, self.crop, &mut rng_for(&[seed]))
             }
         };
-        let mut chw = to_chw_f32(&cropped);
-        self.normalize.apply(&mut chw);
-        chw
+        to_chw_u8(&cropped)
     }
 }
 
@@ -238,6 +255,26 @@ where
     } else {
         cropped
     }
+}
+
+/// img: `[h, w, channels]` u8 → `[channels, h, w]` u8 (planes, as the models read them).
+pub fn to_chw_u8<P>(img: &Image8<P>) -> Vec<u8>
+where
+    P: Pixel<Subpixel = u8>,
+{
+    let (w, h) = img.dimensions();
+    let plane = (w * h) as usize;
+    let c = usize::from(P::CHANNEL_COUNT);
+    if c == 1 {
+        return img.as_raw().clone();
+    }
+    let mut out = vec![0u8; c * plane];
+    for (i, px) in img.as_raw().chunks_exact(c).enumerate() {
+        for (ch, &v) in px.iter().enumerate() {
+            out[ch * plane + i] = v;
+        }
+    }
+    out
 }
 
 /// img: `[h, w, channels]` u8 → `[channels, h, w]` f32 in `[0, 1]` (`x / 255`).

@@ -21,6 +21,7 @@ const FREE_KEYS: &[&str] = &[
     "train.nonfinite_limit",
     "data.workers",
     "data.prefetch",
+    "data.device_prefetch",
     // The stack, its kernels and what it recomputes change speed and memory, and results only
     // within the tolerance table.
     "backend.",

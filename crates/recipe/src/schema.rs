@@ -443,6 +443,9 @@ pub struct DataSection {
     pub workers: usize,
     /// Batches decoded ahead of the training step (bounded queue depth).
     pub prefetch: usize,
+    /// Batches already on the device ahead of the training step, uploaded (and normalised)
+    /// on a thread of their own while the step runs; 0 uploads inside the step.
+    pub device_prefetch: usize,
     /// fail or skip an undecodable image.
     pub on_corrupt: OnCorrupt,
     /// `[data.mock]`: size of the generated mock ImageNet.
@@ -468,6 +471,7 @@ impl Default for DataSection {
             augment: true,
             workers: 2,
             prefetch: 4,
+            device_prefetch: 1,
             on_corrupt: OnCorrupt::Fail,
             mock: MockSection::default(),
             max_length: 128,

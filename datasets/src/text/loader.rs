@@ -2,12 +2,19 @@
 //!
 //! For epoch `e`, the sample order is `0..len` shuffled by an RNG seeded from `(seed, e)`
 //! (or kept as is), cut into batches of `batch_size` samples, each laid out by
-//! [`pad_batch`] or, with packing, [`pack_batch`]. Text batches are cheap to build, so they
-//! are built on the iterating thread when the iterator is advanced.
+//! [`pad_batch`] or, with packing, [`pack_batch`]. As for images, worker threads build the
+//! batches ahead of the consumer and they are served in order, the same for any number of
+//! workers. Tokenisation happens once, before the first epoch ([`crate::text::tokenize_all`]):
+//! an epoch reads token ids, and re-tokenising the same texts every epoch would only redo
+//! work.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use rand::seq::SliceRandom;
 
 use crate::DataError;
+use crate::ordered::{BatchJob, OrderedBatches};
 use crate::seed::{rng_for, tag};
 use crate::shard::Shard;
 use crate::text::batch::{TextBatch, pack_batch, pad_batch};
@@ -26,10 +33,15 @@ pub struct TextLoaderConfig {
     /// `Some(max_len)`: pack each batch's samples into rows of `max_len` tokens
     /// ([`pack_batch`]); `None`: one sample per row ([`pad_batch`]).
     pub packing: Option<usize>,
+    /// Worker threads laying out batches; 0 builds them on the iterating thread.
+    pub workers: usize,
+    /// Finished batches that may wait ahead of the consumer, on top of the `workers` being
+    /// built.
+    pub prefetch: usize,
 }
 
 impl Default for TextLoaderConfig {
-    /// Batch 32, shuffled, last batch kept, seed 0, no packing.
+    /// Batch 32, shuffled, last batch kept, seed 0, no packing, 2 workers, prefetch 2.
     fn default() -> Self {
         TextLoaderConfig {
             batch_size: 32,
@@ -37,6 +49,8 @@ impl Default for TextLoaderConfig {
             drop_last: false,
             seed: 0,
             packing: None,
+            workers: 2,
+            prefetch: 2,
         }
     }
 }
@@ -44,8 +58,8 @@ impl Default for TextLoaderConfig {
 /// Serves tokenized samples (e.g. from [`crate::text::tokenize_all`]) in [`TextBatch`]es.
 #[derive(Clone, Debug)]
 pub struct TextLoader {
-    samples: Vec<Vec<u32>>,
-    labels: Vec<usize>,
+    samples: Arc<Vec<Vec<u32>>>,
+    labels: Arc<Vec<usize>>,
     config: TextLoaderConfig,
     shard: Option<Shard>,
 }
@@ -76,8 +90,8 @@ impl TextLoader {
             ));
         }
         let loader = TextLoader {
-            samples,
-            labels,
+            samples: Arc::new(samples),
+            labels: Arc::new(labels),
             config,
             shard: None,
         };
@@ -147,40 +161,39 @@ impl TextLoader {
         order
     }
 
-    /// The batch of the samples at `indices`, laid out by `packing` (see
-    /// [`TextLoaderConfig::packing`]). Every sample fits: `new` and `padding_fraction` check.
-    fn build(&self, indices: &[usize], packing: Option<usize>) -> TextBatch {
-        let samples: Vec<&[u32]> = indices
-            .iter()
-            .map(|&i| self.samples[i].as_slice())
-            .collect();
-        let labels: Vec<usize> = indices.iter().map(|&i| self.labels[i]).collect();
-        match packing {
-            None => pad_batch(&samples, &labels),
-            Some(max_len) => pack_batch(&samples, &labels, max_len)
-                .expect("every sample was checked to fit the packing length"),
-        }
-    }
-
     /// The [`TextBatch`]es of epoch `epoch`, in order; the same `(seed, epoch)` always gives
     /// the same batches.
-    pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = TextBatch> + '_ {
+    pub fn epoch(&self, epoch: u64) -> TextEpoch {
         self.epoch_from(epoch, 0)
     }
 
     /// The batches of epoch `epoch` after its first `first_batch` (which are not built): what
     /// a resumed run still has to train on.
-    pub fn epoch_from(
-        &self,
-        epoch: u64,
-        first_batch: usize,
-    ) -> impl Iterator<Item = TextBatch> + '_ {
-        let order = self.epoch_order(epoch);
+    pub fn epoch_from(&self, epoch: u64, first_batch: usize) -> TextEpoch {
+        let mut order = self.epoch_order(epoch);
         let batch_size = self.config.batch_size;
-        (first_batch.min(self.len())..self.len()).map(move |b| {
-            let end = ((b + 1) * batch_size).min(order.len());
-            self.build(&order[b * batch_size..end], self.config.packing)
-        })
+        order.drain(..first_batch.saturating_mul(batch_size).min(order.len()));
+        let num_batches = order.len().div_ceil(batch_size);
+        let job = self.job(order, self.config.packing);
+        TextEpoch {
+            batches: OrderedBatches::start(
+                job,
+                num_batches,
+                self.config.workers,
+                self.config.prefetch,
+            ),
+        }
+    }
+
+    /// Lays out the batches of `order` with `packing`.
+    fn job(&self, order: Vec<usize>, packing: Option<usize>) -> TextJob {
+        TextJob {
+            samples: self.samples.clone(),
+            labels: self.labels.clone(),
+            order,
+            batch_size: self.config.batch_size,
+            packing,
+        }
     }
 
     /// Padding slots / all token slots over the batches of epoch 0, laid out with `packing`
@@ -189,10 +202,10 @@ impl TextLoader {
     /// saves. Errors if a sample does not fit in the packing length.
     pub fn padding_fraction(&self, packing: Option<usize>) -> Result<f64, DataError> {
         self.check_packing(packing)?;
-        let order = self.epoch_order(0);
+        let job = self.job(self.epoch_order(0), packing);
         let (mut padding, mut total) = (0usize, 0usize);
-        for indices in order.chunks(self.config.batch_size) {
-            let batch = self.build(indices, packing);
+        for indices in job.order.chunks(self.config.batch_size) {
+            let batch = job.lay_out(indices);
             padding += batch.padding_tokens();
             total += batch.tokens();
         }
@@ -201,5 +214,63 @@ impl TextLoader {
         } else {
             padding as f64 / total as f64
         })
+    }
+}
+
+/// Lays out the batches of one epoch; shared by its workers.
+struct TextJob {
+    samples: Arc<Vec<Vec<u32>>>,
+    labels: Arc<Vec<usize>>,
+    order: Vec<usize>,
+    batch_size: usize,
+    packing: Option<usize>,
+}
+
+impl TextJob {
+    /// The batch of the samples at `indices`, laid out by `packing` (see
+    /// [`TextLoaderConfig::packing`]). Every sample fits: `new` and `padding_fraction` check.
+    fn lay_out(&self, indices: &[usize]) -> TextBatch {
+        let samples: Vec<&[u32]> = indices
+            .iter()
+            .map(|&i| self.samples[i].as_slice())
+            .collect();
+        let labels: Vec<usize> = indices.iter().map(|&i| self.labels[i]).collect();
+        match self.packing {
+            None => pad_batch(&samples, &labels),
+            Some(max_len) => pack_batch(&samples, &labels, max_len)
+                .expect("every sample was checked to fit the packing length"),
+        }
+    }
+}
+
+impl BatchJob for TextJob {
+    type Batch = TextBatch;
+    const THREAD_NAME: &'static str = "burnacc-text-loader";
+
+    fn build(&self, b: usize, _cancelled: &AtomicBool) -> Result<Option<TextBatch>, DataError> {
+        let end = ((b + 1) * self.batch_size).min(self.order.len());
+        Ok(Some(self.lay_out(&self.order[b * self.batch_size..end])))
+    }
+}
+
+/// The batches of one epoch of a [`TextLoader`], in order. `Send`; dropping it stops and
+/// joins its workers. A panic while laying out a batch arrives as
+/// [`DataError::WorkerPanicked`] and ends the epoch.
+pub struct TextEpoch {
+    batches: OrderedBatches<TextJob>,
+}
+
+impl TextEpoch {
+    /// Batches not yet yielded.
+    pub fn remaining(&self) -> usize {
+        self.batches.remaining()
+    }
+}
+
+impl Iterator for TextEpoch {
+    type Item = Result<TextBatch, DataError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.batches.next_batch()
     }
 }

@@ -22,6 +22,7 @@
 //! let config = TextLoaderConfig { packing: Some(128), ..TextLoaderConfig::default() };
 //! let loader = TextLoader::new(ids, labels, config)?;
 //! for batch in loader.epoch(0) {
+//!     let batch = batch?;
 //!     assert_eq!(batch.input_ids.len(), batch.rows * batch.seq_len);
 //! }
 //! # Ok(()) }
@@ -48,5 +49,5 @@ pub use dataset::{TokenizedSet, tokenize_all};
 pub use examples::{
     SENTIMENT_CLASSES, TextExample, read_rotten_tomatoes, read_sst2_tsv, train_val_split,
 };
-pub use loader::{TextLoader, TextLoaderConfig};
+pub use loader::{TextEpoch, TextLoader, TextLoaderConfig};
 pub use tokenizer::{PAD_ID, TextTokenizer};

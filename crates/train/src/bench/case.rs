@@ -1,5 +1,6 @@
 //! A benchmark case (recipe × mode × precision) and how it runs inside one process.
 
+use super::feed::DataFeed;
 use super::measure::{Measure, StepCounts};
 use super::record::{BenchRecord, Status};
 use crate::precision::supported_float_dtypes;
@@ -20,6 +21,9 @@ pub struct BenchCase {
     pub mode: Mode,
     /// `f32`, or an autocast dtype: `bf16` | `f16`.
     pub precision: String,
+    /// Synthetic or real batches.
+    #[serde(default)]
+    pub data: DataFeed,
     /// Steps to run.
     pub counts: StepCounts,
 }
@@ -27,7 +31,7 @@ pub struct BenchCase {
 impl BenchCase {
     /// The recipe as this case runs it: the overrides, then the mode and the precision
     /// (autocast off outside mode acc, where [`run_case_here`] skips half precisions).
-    /// Dataset paths are not checked: the benchmark trains on synthetic batches.
+    /// Dataset paths are only read by a case on real data.
     pub fn resolve_recipe(&self) -> Result<Recipe> {
         let text = std::fs::read_to_string(&self.recipe)
             .with_context(|| format!("cannot read recipe {}", self.recipe.display()))?;
@@ -79,6 +83,7 @@ impl BenchCase {
             model,
             mode: self.mode.to_string(),
             precision: self.precision.clone(),
+            data: Some(self.data.as_str().to_owned()),
             device,
             batch,
             input,
@@ -133,6 +138,7 @@ pub fn run_case_here(
     record.stack = stack.type_name().to_owned();
     let measure = Measure {
         recipe: &recipe,
+        data: case.data,
         counts: case.counts,
         started,
         record: record.clone(),

@@ -1,8 +1,10 @@
 //! One benchmark configuration, measured in the current process: the recipe's model on the
-//! stack's device, trained on one synthetic batch kept on the device (so the loader and the
-//! host→device copy are not timed, as in PyTorch's synthetic-data benchmarks), with the
-//! trainer's own step ([`Stepper`]).
+//! stack's device, trained with the trainer's own step ([`Stepper`]) on one synthetic batch
+//! kept on the device (so the loader and the host→device copy are not timed, as in PyTorch's
+//! synthetic-data benchmarks) or on the recipe's real data through the trainer's loader and
+//! device prefetcher ([`DataFeed`]).
 
+use super::feed::{DataFeed, Feed};
 use super::record::{BenchRecord, Status};
 use crate::memory::read_memory;
 use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
@@ -10,15 +12,17 @@ use crate::stack::route_kernels;
 use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
-    BlockFilter, BlockProbe, Stepper, bert_config, bert_forward_probed, bert_forward_selected,
-    forward_probed, forward_selected, measure_blocks, model_config, plan_auto, seed_device,
-    swin_forward_probed, swin_forward_selected, swin_model_config, upload_text,
+    BatchSource, BlockFilter, BlockProbe, ImageBatch, Stepper, Upload, bert_config,
+    bert_forward_probed, bert_forward_selected, build_image_data, build_text_data, forward_probed,
+    forward_selected, measure_blocks, model_config, plan_auto, seed_device, swin_forward_probed,
+    swin_forward_selected, swin_model_config,
 };
 use anyhow::Result;
 use burn::module::AutodiffModule;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
-use burnacc_datasets::text::TextBatch;
+use burnacc_datasets::text::{TextBatch, TextLoader};
+use burnacc_datasets::{HostBatch, Loader};
 use burnacc_models::BertForSequenceClassification;
 use std::time::Instant;
 
@@ -43,6 +47,8 @@ pub struct StepCounts {
 pub struct Measure<'a> {
     /// The checked recipe (model, batch, optimizer, amp, checkpoint).
     pub recipe: &'a Recipe,
+    /// Synthetic or real batches.
+    pub data: DataFeed,
     /// Step counts.
     pub counts: StepCounts,
     /// The process's start, from which `init_secs` and `warmup_secs` count.
@@ -75,44 +81,81 @@ impl Measure<'_> {
         let _routes = route_kernels(stack, &self.recipe.kernels)?;
         seed_device::<B>(&device, self.recipe.train.seed);
         let batch = self.recipe.train.batch_size;
-        if self.recipe.model.name.is_text() {
-            let config = bert_config(self.recipe);
-            let model = BertForSequenceClassification::<B>::new(&config, 2, &device);
-            let seq = self.recipe.data.max_length;
-            let (input, labels) =
-                upload_text::<B>(synthetic_text(batch, seq, config.vocab_size, 2), &device);
-            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
-                bert_forward_probed(m, &input, probe)
-            })?;
-            self.time(model, stack, &device, |model, tape| {
-                let logits = match &plan {
-                    None => model.forward(&input),
-                    Some(plan) => bert_forward_selected(model, &input, tape, &**plan),
-                };
-                (logits, labels.clone())
-            })
-        } else {
-            let classes = image_classes(self.recipe);
-            let channels = match self.recipe.data.dataset {
-                DatasetKind::FashionMnist => 1,
-                _ => 3,
+        let recipe = self.recipe;
+        let ahead = recipe.data.device_prefetch;
+        if recipe.model.name.is_text() {
+            let config = bert_config(recipe);
+            let (feed, classes) = match self.data {
+                DataFeed::Synthetic => {
+                    let text = synthetic_text(batch, recipe.data.max_length, config.vocab_size, 2);
+                    (Feed::Fixed(Upload::<B>::upload(text, &device)), 2)
+                }
+                DataFeed::Real => {
+                    let data = build_text_data(recipe)?;
+                    (Feed::stream(data.train, ahead, &device), data.num_classes)
+                }
             };
-            if self.recipe.model.name.is_swin() {
-                let config = swin_model_config(self.recipe, classes, channels)?;
+            let model = BertForSequenceClassification::<B>::new(&config, classes, &device);
+            let first = feed.next();
+            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
+                bert_forward_probed(m, &first.input, probe)
+            })?;
+            self.time::<B, _, TextBatch, TextLoader>(
+                model,
+                stack,
+                &device,
+                &feed,
+                |model, tape, batch| {
+                    let logits = match &plan {
+                        None => model.forward(&batch.input),
+                        Some(plan) => bert_forward_selected(model, &batch.input, tape, &**plan),
+                    };
+                    (logits, batch.labels)
+                },
+            )
+        } else {
+            let (feed, classes, channels) = match self.data {
+                DataFeed::Synthetic => {
+                    let channels = match recipe.data.dataset {
+                        DatasetKind::FashionMnist => 1,
+                        _ => 3,
+                    };
+                    let classes = image_classes(recipe);
+                    let size = recipe.data.image_size;
+                    let images = Tensor::<B, 4>::random(
+                        [batch, channels, size, size],
+                        Distribution::Normal(0.0, 1.0),
+                        &device,
+                    );
+                    let labels = synthetic_labels::<B>(batch, classes, &device);
+                    (
+                        Feed::Fixed(ImageBatch { images, labels }),
+                        classes,
+                        channels,
+                    )
+                }
+                DataFeed::Real => {
+                    let data = build_image_data(recipe)?;
+                    let feed = Feed::stream(data.train, ahead, &device);
+                    (feed, data.num_classes, data.channels)
+                }
+            };
+            if recipe.model.name.is_swin() {
+                let config = swin_model_config(recipe, classes, channels)?;
                 let model = config.init::<B>(&device);
                 self.time_images(
                     model,
-                    [classes, channels],
+                    &feed,
                     stack,
                     &device,
                     swin_forward_probed,
                     swin_forward_selected,
                 )
             } else {
-                let model = model_config(self.recipe, classes, channels).init::<B>(&device);
+                let model = model_config(recipe, classes, channels).init::<B>(&device);
                 self.time_images(
                     model,
-                    [classes, channels],
+                    &feed,
                     stack,
                     &device,
                     forward_probed,
@@ -158,13 +201,12 @@ impl Measure<'_> {
         })
     }
 
-    /// Times `model` on one random image batch of `[classes, channels]` at `data.image_size`;
-    /// `probed` and `selected` are the model's forward passes with a block probe and with
-    /// checkpointed blocks.
+    /// Times `model` on the image batches of `feed`; `probed` and `selected` are the model's
+    /// forward passes with a block probe and with checkpointed blocks.
     fn time_images<B, M>(
         self,
         model: M,
-        [classes, channels]: [usize; 2],
+        feed: &Feed<B, HostBatch, Loader>,
         stack: Stack,
         device: &B::Device,
         probed: fn(&M, Tensor<B, 4>, &mut dyn BlockProbe) -> Tensor<B, 2>,
@@ -174,37 +216,40 @@ impl Measure<'_> {
         B: CheckpointBackend,
         M: AutodiffModule<B>,
     {
-        let batch = self.recipe.train.batch_size;
-        let size = self.recipe.data.image_size;
-        let images = Tensor::<B, 4>::random(
-            [batch, channels, size, size],
-            Distribution::Normal(0.0, 1.0),
-            device,
-        );
-        let labels = synthetic_labels::<B>(batch, classes, device);
+        let first = feed.next();
         let plan = self.plan::<B, _>(&model, stack, device, |m, probe| {
-            probed(m, images.clone(), probe)
+            probed(m, first.images.clone(), probe)
         })?;
-        self.time(model, stack, device, |model, tape| {
-            // No plan: no block is checkpointed, which is the plain forward pass.
-            let logits = match &plan {
-                None => selected(model, images.clone(), tape, &|_| false),
-                Some(plan) => selected(model, images.clone(), tape, &**plan),
-            };
-            (logits, labels.clone())
-        })
+        self.time(
+            model,
+            stack,
+            device,
+            feed,
+            |model, tape, batch: ImageBatch<B>| {
+                // No plan: no block is checkpointed, which is the plain forward pass.
+                let logits = match &plan {
+                    None => selected(model, batch.images, tape, &|_| false),
+                    Some(plan) => selected(model, batch.images, tape, &**plan),
+                };
+                (logits, batch.labels)
+            },
+        )
     }
 
-    fn time<B, M>(
+    /// Warm-up steps, then timed windows of steps, each on the next batch of `feed`.
+    fn time<B, M, H, S>(
         self,
         mut model: M,
         stack: Stack,
         device: &B::Device,
-        forward: impl Fn(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+        feed: &Feed<B, H, S>,
+        forward: impl Fn(&M, &mut CheckpointTape<B>, H::OnDevice) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
     ) -> Result<BenchRecord>
     where
         B: CheckpointBackend,
         M: AutodiffModule<B>,
+        H: Upload<B>,
+        S: BatchSource<H> + Send + 'static,
     {
         let Measure {
             recipe,
@@ -212,9 +257,11 @@ impl Measure<'_> {
             started,
             mut record,
             report,
+            ..
         } = self;
         let lr = recipe.optim.lr;
         let mut stepper = Stepper::<B, M>::new(recipe, device)?;
+        let step = |model: &M, tape: &mut CheckpointTape<B>| forward(model, tape, feed.next());
         // Burn draws parameters lazily, on first use: draw them now, outside the timed steps.
         let _ = model.devices();
         B::sync(device)?;
@@ -223,7 +270,7 @@ impl Measure<'_> {
 
         for i in 0..counts.warmup {
             let t = Instant::now();
-            model = stepper.step(model, lr, &forward)?.0;
+            model = stepper.step(model, lr, &step)?.0;
             B::sync(device)?;
             if i == 0 {
                 record.first_step_secs = Some(t.elapsed().as_secs_f64());
@@ -233,20 +280,25 @@ impl Measure<'_> {
         }
         record.warmup_secs = Some(started.elapsed().as_secs_f64());
 
+        let mut wait_fractions = Vec::new();
         for _ in 0..counts.windows {
+            feed.take_wait();
             let t = Instant::now();
             for _ in 0..counts.steps {
-                model = stepper.step(model, lr, &forward)?.0;
+                model = stepper.step(model, lr, &step)?.0;
             }
             B::sync(device)?;
-            record
-                .window_step_secs
-                .push(t.elapsed().as_secs_f64() / counts.steps as f64);
+            let elapsed = t.elapsed().as_secs_f64();
+            if let Some(waited) = feed.take_wait() {
+                wait_fractions.push(waited.as_secs_f64() / elapsed);
+            }
+            record.window_step_secs.push(elapsed / counts.steps as f64);
             record.steps_done += counts.steps;
             report(&record);
         }
         record.step_secs = median(&mut record.window_step_secs.clone());
         record.samples_per_sec = record.step_secs.map(|s| record.batch as f64 / s);
+        record.data_wait_fraction = median(&mut wait_fractions);
         record.peak_memory_bytes = read_memory(stack).map(|m| m.peak);
         record.status = Some(Status::Ok);
         Ok(record)

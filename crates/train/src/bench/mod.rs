@@ -5,6 +5,7 @@
 
 mod case;
 mod chart;
+mod feed;
 mod measure;
 mod record;
 mod runner;
@@ -12,6 +13,7 @@ mod table;
 
 pub use case::{BenchCase, run_case_here};
 pub use chart::{render, write_chart};
+pub use feed::DataFeed;
 pub use measure::{Measure, StepCounts, synthetic_text};
 pub use record::{BenchRecord, Status, read_records, to_json_lines};
 pub use runner::{child_main, run_case_in_child};
@@ -35,6 +37,8 @@ pub struct BenchPlan {
     pub modes: Vec<Mode>,
     /// `f32`, `bf16`, `f16`.
     pub precisions: Vec<String>,
+    /// Synthetic and/or real batches.
+    pub data: Vec<DataFeed>,
     /// Steps per case.
     pub counts: StepCounts,
     /// Time limit of one case.
@@ -54,13 +58,16 @@ impl BenchPlan {
         for recipe in &self.recipes {
             for &mode in &self.modes {
                 for precision in &self.precisions {
-                    cases.push(BenchCase {
-                        recipe: recipe.clone(),
-                        sets: sets_for(&self.sets, recipe),
-                        mode,
-                        precision: precision.clone(),
-                        counts: self.counts,
-                    });
+                    for &data in &self.data {
+                        cases.push(BenchCase {
+                            recipe: recipe.clone(),
+                            sets: sets_for(&self.sets, recipe),
+                            mode,
+                            precision: precision.clone(),
+                            data,
+                            counts: self.counts,
+                        });
+                    }
                 }
             }
         }

@@ -50,6 +50,10 @@ pub struct BenchRecord {
     pub batch: usize,
     /// Input size per sample: `224px` (images) or `seq128` (text).
     pub input: String,
+    /// `synthetic`: one batch kept on the device; `real`: the recipe's data through the loader
+    /// and the device prefetcher. Absent in records of other frameworks (synthetic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
     /// How it ended.
     pub status: Option<Status>,
     /// `cold`: the run started with an empty kernel cache (compilation and autotuning from
@@ -70,6 +74,10 @@ pub struct BenchRecord {
     /// Mean step time of each timed window.
     #[serde(default)]
     pub window_step_secs: Vec<f64>,
+    /// Real data: median over the timed windows of the fraction of the window the steps
+    /// waited for their batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_wait_fraction: Option<f64>,
     /// `batch / step_secs`.
     pub samples_per_sec: Option<f64>,
     /// Peak memory: the allocator's peak on the CPU, the memory pool's reservation on CubeCL
@@ -95,7 +103,12 @@ impl BenchRecord {
         } else {
             ""
         };
-        format!("{framework}{} {}{warm}", self.mode, self.precision)
+        let real = if self.data.as_deref() == Some("real") {
+            " real data"
+        } else {
+            ""
+        };
+        format!("{framework}{} {}{real}{warm}", self.mode, self.precision)
     }
 }
 

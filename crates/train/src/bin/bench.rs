@@ -8,7 +8,8 @@
 
 use anyhow::{Context, Result};
 use burnacc_train::bench::{
-    BenchPlan, StepCounts, child_main, markdown_table, read_records, run_bench, write_report,
+    BenchPlan, DataFeed, StepCounts, child_main, markdown_table, read_records, run_bench,
+    write_report,
 };
 use burnacc_train::recipe::Mode;
 use clap::Parser;
@@ -35,6 +36,10 @@ struct Args {
     /// Precisions, comma-separated: f32, bf16, f16 (autocast; mode acc).
     #[arg(long, value_delimiter = ',', default_value = "f32,bf16")]
     precisions: Vec<String>,
+    /// Batches, comma-separated: synthetic (one batch kept on the device) and/or real (the
+    /// recipe's [data] through the loader and the device prefetcher, as `train` reads it).
+    #[arg(long, value_delimiter = ',', default_value = "synthetic")]
+    data: Vec<String>,
     /// Single timed steps before the steady-state windows (the first compiles and autotunes).
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -128,6 +133,11 @@ fn run(args: &Args) -> Result<()> {
         sets: args.sets.clone(),
         modes: parse_modes(&args.modes)?,
         precisions: args.precisions.clone(),
+        data: args
+            .data
+            .iter()
+            .map(|d| DataFeed::parse(d))
+            .collect::<Result<_>>()?,
         counts: StepCounts {
             warmup: args.warmup,
             steps: args.steps,

@@ -4,7 +4,7 @@
 //! batches.
 
 use super::auto_checkpoint::BlockProbe;
-use super::batch::{upload, upload_text};
+use super::batch::{ImageBatch, TextInputBatch, Upload};
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
@@ -13,69 +13,56 @@ use burnacc_datasets::HostBatch;
 use burnacc_datasets::text::TextBatch;
 use burnacc_models::{BertForSequenceClassification, BertInput, ResNet, SwinTransformer};
 
-/// A classifier of host batches `H`.
-pub trait Classify<B: Backend, H>: Module<B> {
-    /// Uploads `batch` and runs the model: logits `[samples, classes]`, labels `[samples]`.
-    fn classify(&self, batch: H, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>);
+/// A classifier of host batches `H`, once they are on the device.
+pub trait Classify<B: Backend, H: Upload<B>>: Module<B> {
+    /// Runs the model on an uploaded batch: logits `[samples, classes]`, labels `[samples]`.
+    fn classify(&self, batch: H::OnDevice) -> (Tensor<B, 2>, Tensor<B, 1, Int>);
 }
 
 /// Which blocks a forward pass checkpoints, by block index.
 pub type BlockFilter<'a> = &'a dyn Fn(usize) -> bool;
 
 /// A classifier whose blocks (residual blocks, encoder layers) can be checkpointed.
-pub trait ClassifyCheckpointed<B: CheckpointBackend, H>: Classify<B, H> {
+pub trait ClassifyCheckpointed<B: CheckpointBackend, H: Upload<B>>: Classify<B, H> {
     /// [`Classify::classify`] with the blocks `checkpoint` selects checkpointed on `tape`.
     fn classify_checkpointed(
         &self,
-        batch: H,
-        device: &B::Device,
+        batch: H::OnDevice,
         tape: &mut CheckpointTape<B>,
         checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>);
 
     /// [`Classify::classify`] with `probe` told when each block starts and ends: the logits.
-    fn classify_probed(
-        &self,
-        batch: H,
-        device: &B::Device,
-        probe: &mut dyn BlockProbe,
-    ) -> Tensor<B, 2>;
+    fn classify_probed(&self, batch: H::OnDevice, probe: &mut dyn BlockProbe) -> Tensor<B, 2>;
 }
 
 impl<B: Backend> Classify<B, HostBatch> for ResNet<B> {
-    fn classify(&self, batch: HostBatch, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (images, labels) = upload::<B>(batch, device);
-        (self.forward(images), labels)
+    fn classify(&self, batch: ImageBatch<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        (self.forward(batch.images), batch.labels)
     }
 }
 
 impl<B: CheckpointBackend> ClassifyCheckpointed<B, HostBatch> for ResNet<B> {
     fn classify_checkpointed(
         &self,
-        batch: HostBatch,
-        device: &B::Device,
+        batch: ImageBatch<B>,
         tape: &mut CheckpointTape<B>,
         checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (images, labels) = upload::<B>(batch, device);
-        (forward_selected(self, images, tape, checkpoint), labels)
+        (
+            forward_selected(self, batch.images, tape, checkpoint),
+            batch.labels,
+        )
     }
 
-    fn classify_probed(
-        &self,
-        batch: HostBatch,
-        device: &B::Device,
-        probe: &mut dyn BlockProbe,
-    ) -> Tensor<B, 2> {
-        let (images, _) = upload::<B>(batch, device);
-        forward_probed(self, images, probe)
+    fn classify_probed(&self, batch: ImageBatch<B>, probe: &mut dyn BlockProbe) -> Tensor<B, 2> {
+        forward_probed(self, batch.images, probe)
     }
 }
 
 impl<B: Backend> Classify<B, HostBatch> for SwinTransformer<B> {
-    fn classify(&self, batch: HostBatch, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (images, labels) = upload::<B>(batch, device);
-        (self.forward(images), labels)
+    fn classify(&self, batch: ImageBatch<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        (self.forward(batch.images), batch.labels)
     }
 }
 
@@ -84,33 +71,24 @@ impl<B: CheckpointBackend> ClassifyCheckpointed<B, HostBatch> for SwinTransforme
     /// step's tape).
     fn classify_checkpointed(
         &self,
-        batch: HostBatch,
-        device: &B::Device,
+        batch: ImageBatch<B>,
         tape: &mut CheckpointTape<B>,
         checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (images, labels) = upload::<B>(batch, device);
         (
-            swin_forward_selected(self, images, tape, checkpoint),
-            labels,
+            swin_forward_selected(self, batch.images, tape, checkpoint),
+            batch.labels,
         )
     }
 
-    fn classify_probed(
-        &self,
-        batch: HostBatch,
-        device: &B::Device,
-        probe: &mut dyn BlockProbe,
-    ) -> Tensor<B, 2> {
-        let (images, _) = upload::<B>(batch, device);
-        swin_forward_probed(self, images, probe)
+    fn classify_probed(&self, batch: ImageBatch<B>, probe: &mut dyn BlockProbe) -> Tensor<B, 2> {
+        swin_forward_probed(self, batch.images, probe)
     }
 }
 
 impl<B: Backend> Classify<B, TextBatch> for BertForSequenceClassification<B> {
-    fn classify(&self, batch: TextBatch, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (input, labels) = upload_text::<B>(batch, device);
-        (self.forward(&input), labels)
+    fn classify(&self, batch: TextInputBatch<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        (self.forward(&batch.input), batch.labels)
     }
 }
 
@@ -119,26 +97,22 @@ impl<B: CheckpointBackend> ClassifyCheckpointed<B, TextBatch> for BertForSequenc
     /// tape).
     fn classify_checkpointed(
         &self,
-        batch: TextBatch,
-        device: &B::Device,
+        batch: TextInputBatch<B>,
         tape: &mut CheckpointTape<B>,
         checkpoint: BlockFilter,
     ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
-        let (input, labels) = upload_text::<B>(batch, device);
         (
-            bert_forward_selected(self, &input, tape, checkpoint),
-            labels,
+            bert_forward_selected(self, &batch.input, tape, checkpoint),
+            batch.labels,
         )
     }
 
     fn classify_probed(
         &self,
-        batch: TextBatch,
-        device: &B::Device,
+        batch: TextInputBatch<B>,
         probe: &mut dyn BlockProbe,
     ) -> Tensor<B, 2> {
-        let (input, _) = upload_text::<B>(batch, device);
-        bert_forward_probed(self, &input, probe)
+        bert_forward_probed(self, &batch.input, probe)
     }
 }
 

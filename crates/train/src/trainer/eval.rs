@@ -1,7 +1,7 @@
 //! Evaluation on the held-out split: top-1 and top-5 accuracy and the mean cross-entropy, with
 //! batch norm in inference mode.
 
-use super::batch::correct_count;
+use super::batch::{Upload, correct_count};
 use super::classify::Classify;
 use super::source::BatchSource;
 use anyhow::Result;
@@ -18,7 +18,7 @@ const TOP_K: usize = 5;
 ///
 /// `model` is the inner (non-autodiff) model, so batch norm uses its running statistics and
 /// dropout is off. Counts and losses are summed on the device and read back once at the end.
-pub fn evaluate<B: Backend, H, M: Classify<B, H>, S: BatchSource<H>>(
+pub fn evaluate<B: Backend, H: Upload<B>, M: Classify<B, H>, S: BatchSource<H>>(
     model: &M,
     loader: &S,
     max_batches: Option<usize>,
@@ -31,7 +31,7 @@ pub fn evaluate<B: Backend, H, M: Classify<B, H>, S: BatchSource<H>>(
         let batch = batch?;
         let n = S::samples(&batch);
         samples += n;
-        let (logits, labels) = model.classify(batch, device);
+        let (logits, labels) = model.classify(batch.upload(device));
         // The loss is a mean over the batch: weighted by its samples.
         let loss = loss_fn
             .forward(logits.clone(), labels.clone())

@@ -8,6 +8,7 @@ mod data;
 mod eval;
 mod init;
 mod peering;
+mod prefetch;
 mod source;
 mod step;
 mod step_loop;
@@ -15,7 +16,10 @@ mod task;
 mod text_data;
 
 pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, plan_auto};
-pub use batch::upload_text;
+pub use batch::{
+    ImageBatch, PixelTransfer, TextInputBatch, Upload, normalize_on_device, upload_pixels,
+    upload_text,
+};
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
 pub use classify::{
     BlockFilter, Classify, ClassifyCheckpointed, bert_forward_checkpointed, bert_forward_probed,
@@ -28,7 +32,8 @@ pub use init::{
     init_model, init_on_host, init_resnet, init_swin, seed_device, to_device, with_host_rng,
 };
 pub use peering::{Peering, process_stack, resolve_devices};
-pub use source::BatchSource;
+pub use prefetch::{DeviceBatches, Epochs, Placed};
+pub use source::{BatchSource, EpochBatches};
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
 pub use step_loop::{Evaluator, LoopStats, Persist, train_steps};

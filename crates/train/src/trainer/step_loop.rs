@@ -1,9 +1,10 @@
 //! The training loop, generic over the backend stack and the optimizer.
 
 use super::auto_checkpoint::{AutoCheckpointSummary, measure_blocks, plan_auto};
-use super::batch::correct_count;
+use super::batch::{Upload, correct_count};
 use super::classify::ClassifyCheckpointed;
 use super::eval::EvalResult;
+use super::prefetch::{DeviceBatches, Epochs};
 use super::source::BatchSource;
 use super::step::{GradientSync, StepOutput, Stepper};
 use crate::log::{JsonlLog, StepRecord};
@@ -91,12 +92,15 @@ pub struct Persist<'a, M> {
 ///
 /// The loop starts at `persist.start` (a resumed run: its step, epoch and position in the
 /// epoch) and writes a checkpoint through `persist.writer` after each step it is due.
+///
+/// Batches are uploaded `data.device_prefetch` steps ahead by a thread of their own
+/// ([`DeviceBatches`]); `data_wait_ms` is the time the step still waited for one.
 #[allow(clippy::too_many_arguments)]
 pub fn train_steps<B, M, H, S>(
     mut model: M,
     mut stepper: Stepper<B, M>,
     recipe: &Recipe,
-    loader: &S,
+    loader: S,
     stack: Stack,
     device: &B::Device,
     log: &mut JsonlLog,
@@ -108,8 +112,8 @@ pub fn train_steps<B, M, H, S>(
 where
     B: CheckpointBackend,
     M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
-    H: Clone,
-    S: BatchSource<H>,
+    H: Upload<B>,
+    S: BatchSource<H> + Send + 'static,
 {
     let total = recipe.train.max_steps;
     let start = persist.start;
@@ -132,9 +136,13 @@ where
     let mut speeds = Vec::new();
     let mut wait_fractions = Vec::new();
     let mut epoch = start.epoch;
-    let mut batches = loader.batches_from(epoch, start.batches_in_epoch);
     // Batches of `epoch` trained on (the data position a checkpoint records).
     let mut batches_in_epoch = start.batches_in_epoch;
+    let mut batches = DeviceBatches::<B, H, S>::new(
+        Epochs::new(loader, epoch, batches_in_epoch),
+        device,
+        recipe.data.device_prefetch,
+    );
     let started = Instant::now();
     let mut interval_start = Instant::now();
     let mut interval_samples = 0usize;
@@ -147,24 +155,15 @@ where
     for step in start.step..total {
         // `train.accumulate` micro-batches per optimizer step.
         let mut micro_batches = Vec::with_capacity(recipe.train.accumulate);
+        let mut batch_size = 0;
         let waiting = Instant::now();
         for _ in 0..recipe.train.accumulate {
-            let batch = match batches.next() {
-                Some(batch) => batch?,
-                None => {
-                    epoch += 1;
-                    batches_in_epoch = 0;
-                    batches = loader.batches(epoch);
-                    batches
-                        .next()
-                        .ok_or_else(|| anyhow::anyhow!("the training split has no batch"))??
-                }
-            };
-            batches_in_epoch += 1;
-            micro_batches.push(batch);
+            let placed = batches.next_batch()?;
+            (epoch, batches_in_epoch) = (placed.epoch, placed.batches_in_epoch);
+            batch_size += placed.samples;
+            micro_batches.push(placed.batch);
         }
         interval_wait += waiting.elapsed();
-        let batch_size: usize = micro_batches.iter().map(S::samples).sum();
         let lr = learning_rate(&recipe.optim, step, total);
         let mode = recipe.checkpoint.mode;
         if mode == CheckpointMode::Auto && auto_plan.is_none() {
@@ -172,7 +171,7 @@ where
             let first = &micro_batches[0];
             let costs =
                 measure_blocks::<B, M>(&model, stack, device, stepper.autocast(), |m, probe| {
-                    m.classify_probed(first.clone(), device, probe)
+                    m.classify_probed(first.clone(), probe)
                 });
             let (plan, summary) = plan_auto(&costs, budget)?;
             eprintln!("checkpoint: auto: {summary}");
@@ -187,15 +186,11 @@ where
             .into_iter()
             .map(|batch| {
                 move |model: &M, tape: &mut CheckpointTape<B>| match mode {
-                    CheckpointMode::None => {
-                        model.classify_checkpointed(batch, device, tape, &|_| false)
-                    }
-                    CheckpointMode::Blocks => {
-                        model.classify_checkpointed(batch, device, tape, &|_| true)
-                    }
+                    CheckpointMode::None => model.classify_checkpointed(batch, tape, &|_| false),
+                    CheckpointMode::Blocks => model.classify_checkpointed(batch, tape, &|_| true),
                     CheckpointMode::Auto => {
                         let plan = plan.expect("planned above");
-                        model.classify_checkpointed(batch, device, tape, &|i| plan[i])
+                        model.classify_checkpointed(batch, tape, &|i| plan[i])
                     }
                 }
             })

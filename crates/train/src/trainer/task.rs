@@ -1,6 +1,7 @@
 //! One training run on one backend stack: model init, optimizer, loop, evaluation, saving.
 
 use super::Data;
+use super::batch::Upload;
 use super::bert_init::{PretrainedSummary, bert_config, init_bert};
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
@@ -220,8 +221,8 @@ impl TrainTask<'_> {
         B: CheckpointBackend,
         M: ClassifyCheckpointed<B, H> + AutodiffModule<B>,
         M::InnerModule: Classify<B::InnerBackend, H> + ReferenceExport,
-        H: Clone,
-        S: BatchSource<H>,
+        H: Upload<B> + Upload<B::InnerBackend>,
+        S: BatchSource<H> + Clone + Send + 'static,
     {
         report_pretrained(pretrained.as_ref());
         // Seeds what the device draws itself during training (e.g. dropout masks).
@@ -278,7 +279,7 @@ impl TrainTask<'_> {
             model,
             stepper,
             self.recipe,
-            train,
+            train.clone(),
             stack,
             device,
             &mut log,

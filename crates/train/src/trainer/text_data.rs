@@ -83,6 +83,8 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         drop_last: train.ids.len() >= t.batch_size,
         seed: t.seed,
         packing: d.packing.then_some(d.max_length),
+        workers: d.workers,
+        prefetch: d.prefetch,
     };
     let eval_config = TextLoaderConfig {
         batch_size: t.eval_batch_size.unwrap_or(t.batch_size),
@@ -90,8 +92,8 @@ pub fn build_text_data(recipe: &Recipe) -> Result<TextSources> {
         // first batches of a shuffled order), never the first files of a sorted folder.
         shuffle: t.eval_max_batches.is_some(),
         drop_last: false,
-        seed: t.seed,
         packing: None,
+        ..train_config.clone()
     };
     let train_samples = train.ids.len();
     let eval_samples = eval.ids.len();

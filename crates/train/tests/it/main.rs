@@ -19,6 +19,7 @@ mod tier2 {
     mod autocast_ops;
     mod bench_sets;
     mod bert_packing;
+    mod device_prefetch;
     mod forward_memory;
     mod launch_plan;
     mod nonfinite_step;

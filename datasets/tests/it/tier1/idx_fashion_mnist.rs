@@ -187,7 +187,9 @@ fn samples_are_normalised_and_padded() {
     let s = ds.get(1, 0).unwrap().unwrap();
     assert_eq!(s.label, 0);
     let norm = |v: f32| (v / 255.0 - FASHION_MNIST_MEAN) / FASHION_MNIST_STD;
-    for (a, e) in s.image.iter().zip([80.0, 100.0, 120.0, 140.0]) {
+    assert_eq!(s.pixels, [80, 100, 120, 140]);
+    let normalized = ds.normalize().apply_u8(&s.pixels);
+    for (a, e) in normalized.iter().zip([80.0, 100.0, 120.0, 140.0]) {
         assert!((a - norm(e)).abs() < 1e-5);
     }
     assert!(matches!(
@@ -202,14 +204,10 @@ fn samples_are_normalised_and_padded() {
     assert_eq!(padded.shape(), [1, 6, 6]);
     let p = padded.get(2, 0).unwrap().unwrap();
     assert_eq!(p.shape, [1, 6, 6]);
-    assert!(
-        (p.image[0] - norm(0.0)).abs() < 1e-6,
-        "border is zero-padding"
-    );
-    assert!(
-        (p.image[2 * 6 + 2] - norm(160.0)).abs() < 1e-5,
-        "image starts at (2, 2)"
-    );
+    assert_eq!(p.pixels[0], 0, "border is zero-padding");
+    assert_eq!(p.pixels[2 * 6 + 2], 160, "image starts at (2, 2)");
+    let p = padded.normalize().apply_u8(&p.pixels);
+    assert!((p[0] - norm(0.0)).abs() < 1e-6);
 
     let aug = ds.with_config(FashionMnistConfig::train());
     assert_eq!(
@@ -222,9 +220,9 @@ fn samples_are_normalised_and_padded() {
             aug.get(2, seed)
                 .unwrap()
                 .unwrap()
-                .image
+                .pixels
                 .iter()
-                .map(|v| v.to_bits())
+                .map(|&v| u32::from(v))
                 .collect()
         })
         .collect();
@@ -263,7 +261,10 @@ fn real_fashion_mnist_when_present() {
     // normalised with the training statistics: mean ~0, std ~1 over many samples
     let (mut sum, mut sq, mut n) = (0.0f64, 0.0f64, 0usize);
     for i in (0..60_000).step_by(60) {
-        for &v in &train.get(i, 0).unwrap().unwrap().image {
+        for v in train
+            .normalize()
+            .apply_u8(&train.get(i, 0).unwrap().unwrap().pixels)
+        {
             sum += f64::from(v);
             sq += f64::from(v) * f64::from(v);
             n += 1;

@@ -48,7 +48,7 @@ fn make_tree(root: &Path) {
     std::fs::create_dir_all(root.join(".cache")).unwrap();
 }
 
-fn pixel(sample: &[f32], plane: usize, c: usize) -> f32 {
+fn pixel(sample: &[u8], plane: usize, c: usize) -> u8 {
     sample[c * plane + plane / 2]
 }
 
@@ -90,8 +90,8 @@ fn decodes_every_format_to_rgb() {
     let rgb = |i| {
         let s = get(i);
         assert_eq!(s.shape, [3, 16, 16]);
-        assert_eq!(s.image.len(), 3 * plane);
-        [0, 1, 2].map(|c| (pixel(&s.image, plane, c) * 255.0).round() as i32)
+        assert_eq!(s.pixels.len(), 3 * plane);
+        [0, 1, 2].map(|c| i32::from(pixel(&s.pixels, plane, c)))
     };
     let close =
         |a: [i32; 3], b: [i32; 3], tol: i32| a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol);
@@ -122,9 +122,10 @@ fn one_channel_decodes_to_grey() {
     let ds = ImageFolder::open(dir.path(), cfg).unwrap();
     assert_eq!(ds.shape(), [1, 8, 8]);
     let s = ds.get(3, 0).unwrap().unwrap(); // grey 128, resized 16 → 8 (constant stays constant)
-    assert_eq!(s.image.len(), 64);
+    assert_eq!(s.pixels, [128; 64]);
     assert!(
-        s.image
+        ds.normalize()
+            .apply_u8(&s.pixels)
             .iter()
             .all(|&v| (v - (128.0 / 255.0 - 0.5) / 0.5).abs() < 1e-6)
     );
@@ -236,7 +237,7 @@ fn corrupt_file_is_skipped_and_counted_once() {
     let sizes: Vec<_> = batches.iter().map(|b| b.len()).collect();
     assert_eq!(sizes, [2, 3], "the batch holding broken.jpg is one shorter");
     assert_eq!(batches[0].shape, [2, 3, 16, 16]);
-    assert_eq!(batches[0].images.len(), 2 * 3 * 16 * 16);
+    assert_eq!(batches[0].pixels.len(), 2 * 3 * 16 * 16);
     // Counted per file, not per read: the same file again in epoch 0 and in epoch 1.
     assert_eq!(ds.skipped(), 1);
     let again: Vec<_> = loader.epoch(1).map(Result::unwrap).collect();

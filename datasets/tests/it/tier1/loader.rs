@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use burnacc_datasets::{DataError, HostBatch, ImageDataset, ImageSample, Loader, LoaderConfig};
+use burnacc_datasets::{
+    DataError, HostBatch, ImageDataset, ImageSample, Loader, LoaderConfig, Normalize,
+};
 
 /// Sample i is `[i, seed % 1e6]` with shape [1, 1, 2], label i % 3; optionally slow, failing
 /// at one index, or skipping some.
@@ -27,6 +29,9 @@ impl ImageDataset for Numbers {
     fn shape(&self) -> [usize; 3] {
         [1, 1, 2]
     }
+    fn normalize(&self) -> Normalize {
+        Normalize::identity(1)
+    }
     fn get(&self, index: usize, rng_seed: u64) -> Result<Option<ImageSample>, DataError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
@@ -36,9 +41,9 @@ impl ImageDataset for Numbers {
         if index < self.skip_below {
             return Ok(None);
         }
-        let image = vec![index as f32, (rng_seed % 1_000_000) as f32];
+        let pixels = vec![index as u8, (rng_seed % 251) as u8];
         Ok(Some(ImageSample {
-            image,
+            pixels,
             shape: [1, 1, 2],
             label: index % 3,
         }))
@@ -74,7 +79,7 @@ fn run(ds: Arc<Numbers>, cfg: LoaderConfig, epoch: u64) -> Vec<HostBatch> {
 fn indices(batches: &[HostBatch]) -> Vec<usize> {
     batches
         .iter()
-        .flat_map(|b| b.images.chunks(2).map(|s| s[0] as usize))
+        .flat_map(|b| b.pixels.chunks(2).map(|s| s[0] as usize))
         .collect()
 }
 
@@ -96,8 +101,8 @@ fn every_index_once_per_epoch() {
         assert_eq!(seen.len(), expect_samples, "no index twice");
         let b = &batches[0];
         assert_eq!(b.shape, [7, 1, 1, 2]);
-        assert_eq!(b.images.len(), 14);
-        for (s, label) in b.images.chunks(2).zip(&b.labels) {
+        assert_eq!(b.pixels.len(), 14);
+        for (s, label) in b.pixels.chunks(2).zip(&b.labels) {
             assert_eq!(*label, (s[0] as usize % 3) as i64);
         }
         if !drop_last {
@@ -157,7 +162,7 @@ fn shuffle_changes_across_epochs_and_not_without_it() {
         (0..40).collect::<Vec<_>>()
     );
     // augmentation seeds still change per epoch without shuffling
-    let seeds = |e| run(numbers(40), plain.clone(), e)[0].images[1];
+    let seeds = |e| run(numbers(40), plain.clone(), e)[0].pixels[1];
     assert_ne!(seeds(0), seeds(1));
 }
 

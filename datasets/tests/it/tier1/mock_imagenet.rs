@@ -189,7 +189,8 @@ fn tree_opens_as_image_folder() {
     let s = ds.get(5, 3).unwrap().unwrap();
     assert_eq!(s.label, 1);
     assert!(
-        s.image
+        ds.normalize()
+            .apply_u8(&s.pixels)
             .iter()
             .all(|v| v.is_finite() && (-2.2..=2.7).contains(v))
     );

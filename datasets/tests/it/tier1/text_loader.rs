@@ -32,11 +32,53 @@ fn config(batch_size: usize, packing: Option<usize>) -> TextLoaderConfig {
         drop_last: false,
         seed: 5,
         packing,
+        workers: 0,
+        prefetch: 2,
     }
 }
 
 fn epoch_labels(loader: &TextLoader, epoch: u64) -> Vec<Vec<i64>> {
-    loader.epoch(epoch).map(|b| b.labels).collect()
+    loader.epoch(epoch).map(|b| b.unwrap().labels).collect()
+}
+
+#[test]
+fn workers_lay_out_the_same_batches() {
+    let (ids, labels) = samples(203);
+    for packing in [None, Some(64)] {
+        let serial = TextLoader::new(ids.clone(), labels.clone(), config(16, packing)).unwrap();
+        for workers in [1, 4] {
+            let threaded = TextLoader::new(
+                ids.clone(),
+                labels.clone(),
+                TextLoaderConfig {
+                    workers,
+                    prefetch: 1,
+                    ..config(16, packing)
+                },
+            )
+            .unwrap();
+            for epoch in [0, 3] {
+                let a: Vec<_> = serial.epoch(epoch).map(Result::unwrap).collect();
+                let b: Vec<_> = threaded.epoch(epoch).map(Result::unwrap).collect();
+                assert_eq!(a.len(), 13);
+                assert_eq!(
+                    a, b,
+                    "{workers} workers, packing {packing:?}, epoch {epoch}"
+                );
+                // A resumed epoch: the same batches from the fifth on.
+                let resumed: Vec<_> = threaded.epoch_from(epoch, 4).map(Result::unwrap).collect();
+                assert_eq!(resumed, a[4..]);
+            }
+            // Dropping an epoch early joins its workers without serving the rest.
+            let mut early = threaded.epoch(1);
+            assert_eq!(
+                early.next().unwrap().unwrap(),
+                serial.epoch(1).next().unwrap().unwrap()
+            );
+            assert_eq!(early.remaining(), 12);
+            drop(early);
+        }
+    }
 }
 
 #[test]
@@ -68,6 +110,7 @@ fn packed_epoch_serves_the_same_samples_in_the_same_order() {
     let padded = TextLoader::new(ids.clone(), labels.clone(), config(16, None)).unwrap();
     let packed = TextLoader::new(ids.clone(), labels, config(16, Some(64))).unwrap();
     for (a, b) in padded.epoch(3).zip(packed.epoch(3)) {
+        let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!(a.labels, b.labels);
         assert!(b.rows <= a.rows);
         assert!(b.seq_len <= 64);
@@ -144,7 +187,7 @@ fn rotten_tomatoes_padding_with_and_without_packing() {
     let loader = TextLoader::new(ids, labels, config(32, Some(128))).unwrap();
     let pad = loader.padding_fraction(None).unwrap();
     let pack = loader.padding_fraction(Some(128)).unwrap();
-    let rows: usize = loader.epoch(0).map(|b| b.rows).sum();
+    let rows: usize = loader.epoch(0).map(|b| b.unwrap().rows).sum();
     eprintln!(
         "Rotten Tomatoes, {} samples, mean {:.1} tokens, longest {longest}; batch 32, \
          max_length 128: padding fraction {pad:.3} padded, {pack:.3} packed \

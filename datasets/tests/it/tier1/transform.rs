@@ -1,6 +1,8 @@
 //! Transforms: exact pixel positions and values on synthetic images.
 
-use burnacc_datasets::transform::{center_crop, random_crop_flip, resize_shorter_side, to_chw_f32};
+use burnacc_datasets::transform::{
+    center_crop, random_crop_flip, resize_shorter_side, to_chw_f32, to_chw_u8,
+};
 use burnacc_datasets::{ImageTransform, Normalize, TransformMode};
 use image::{GrayImage, Luma, Rgb, RgbImage};
 use rand::SeedableRng;
@@ -79,6 +81,7 @@ fn to_chw_is_planar_and_scaled() {
         }
     });
     assert_eq!(to_chw_f32(&img), vec![0.0, 1.0, 0.2, 0.4, 1.0, 0.0]);
+    assert_eq!(to_chw_u8(&img), vec![0, 255, 51, 102, 255, 0]);
 }
 
 #[test]
@@ -101,6 +104,11 @@ fn normalisation_numbers() {
     let mut g = vec![0.0, 1.0];
     grey.apply(&mut g);
     assert_eq!(g, vec![-2.0, 2.0]);
+    // From u8 pixels: the same numbers as scaling to [0, 1] and then normalising.
+    let rgb: Vec<u8> = (0..=255).chain((0..=255).rev()).chain(0..=255).collect();
+    let mut scaled: Vec<f32> = rgb.iter().map(|&v| f32::from(v) / 255.0).collect();
+    n.apply(&mut scaled);
+    assert_eq!(n.apply_u8(&rgb), scaled);
     assert!(Normalize::new(&[0.5, 0.5], &[0.2]).is_err());
     let err = Normalize::new(&[0.5], &[0.0]).unwrap_err().to_string();
     assert!(err.contains("normalize.std") && err.contains('0'), "{err}");
@@ -112,7 +120,12 @@ fn eval_transform_end_to_end() {
     let img = RgbImage::from_fn(4, 4, |x, y| Rgb([(x * 60) as u8, (y * 60) as u8, 255]));
     let t = ImageTransform::new(4, 2, TransformMode::Eval, Normalize::imagenet());
     t.validate().unwrap();
-    let out = t.apply(&img, 123);
+    let pixels = t.apply(&img, 123);
+    assert_eq!(
+        pixels,
+        [60, 120, 60, 120, 60, 60, 120, 120, 255, 255, 255, 255]
+    );
+    let out = t.normalize.apply_u8(&pixels);
     assert_eq!(out.len(), 3 * 2 * 2);
     let r = |v: f32| (v / 255.0 - 0.485) / 0.229;
     let g = |v: f32| (v / 255.0 - 0.456) / 0.224;
@@ -145,7 +158,7 @@ fn train_transform_is_reproducible_per_seed() {
     let t = ImageTransform::new(10, 6, TransformMode::Train, Normalize::imagenet());
     assert_eq!(t.apply(&img, 7), t.apply(&img, 7));
     let distinct: std::collections::HashSet<Vec<u32>> = (0..20)
-        .map(|s| t.apply(&img, s).iter().map(|v| v.to_bits()).collect())
+        .map(|s| t.apply(&img, s).iter().map(|&v| u32::from(v)).collect())
         .collect();
     assert!(
         distinct.len() > 5,

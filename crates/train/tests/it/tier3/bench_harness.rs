@@ -237,6 +237,91 @@ fn warm_start_reruns_a_cubecl_case_on_its_own_kernel_cache() {
 }
 
 #[test]
+fn real_data_cases_read_the_recipes_data_through_the_prefetcher() {
+    let root = tempfile::tempdir().unwrap();
+    let recipe = crate::common::tiny_recipe(root.path(), 1, &[]);
+    let file = root.path().join("tiny.toml");
+    std::fs::write(&file, burnacc_train::recipe::recipe_toml(&recipe)).unwrap();
+    let out = root.path().join("bench");
+    bench(&[
+        file.to_str().unwrap(),
+        "--modes",
+        "eager,acc",
+        "--precisions",
+        "f32",
+        "--data",
+        "synthetic,real",
+        "--warmup",
+        "1",
+        "--steps",
+        "4",
+        "--windows",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let records = read_records(&out.join("results.jsonl")).unwrap();
+    assert_eq!(records.len(), 2 * 2, "{records:#?}");
+    for r in &records {
+        assert_eq!(r.status, Some(Status::Ok), "{r:?}");
+        assert_eq!(
+            (r.model.as_str(), r.batch, r.input.as_str()),
+            ("resnet18", 8, "16px")
+        );
+        assert_eq!(r.steps_done, 1 + 3 * 4);
+        match r.data.as_deref() {
+            Some("synthetic") => assert_eq!(r.data_wait_fraction, None, "{r:?}"),
+            // 16 steps of 8 over 24 training images: the stream crosses epochs.
+            Some("real") => {
+                let wait = r.data_wait_fraction.expect("real data measures its wait");
+                assert!((0.0..=1.0).contains(&wait), "{r:?}");
+                assert!(r.label().ends_with("real data"), "{}", r.label());
+            }
+            other => panic!("data {other:?}"),
+        }
+    }
+    // A broken recipe path fails its real-data case only, with the file named.
+    let missing = root.path().join("nowhere");
+    let out = root.path().join("bench-missing");
+    bench(&[
+        file.to_str().unwrap(),
+        "--set",
+        &format!("data.dataset=\"image-folder\""),
+        "--set",
+        &format!("data.path={:?}", missing.display().to_string()),
+        "--modes",
+        "eager",
+        "--precisions",
+        "f32",
+        "--data",
+        "synthetic,real",
+        "--warmup",
+        "1",
+        "--steps",
+        "1",
+        "--windows",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let records = read_records(&out.join("results.jsonl")).unwrap();
+    let real = records
+        .iter()
+        .find(|r| r.data.as_deref() == Some("real"))
+        .unwrap();
+    assert_eq!(real.status, Some(Status::Failed), "{real:?}");
+    assert!(
+        real.reason.as_deref().unwrap().contains("nowhere"),
+        "{real:?}"
+    );
+    let synthetic = records
+        .iter()
+        .find(|r| r.data.as_deref() == Some("synthetic"))
+        .unwrap();
+    assert_eq!(synthetic.status, Some(Status::Ok), "{synthetic:?}");
+}
+
+#[test]
 fn kernels_of_a_recipe_apply_to_its_acc_cases_only() {
     use burnacc_train::bench::{BenchCase, StepCounts};
     use burnacc_train::recipe::{KernelsSection, Mode};
@@ -245,6 +330,7 @@ fn kernels_of_a_recipe_apply_to_its_acc_cases_only() {
         sets: vec!["backend.device=cpu".into()],
         mode,
         precision: "f32".into(),
+        data: Default::default(),
         counts: StepCounts {
             warmup: 1,
             steps: 1,

@@ -7,8 +7,8 @@ use burn::backend::Flex;
 use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::stack::Stack;
 use burnacc_train::trainer::{
-    BatchSource, Classify, RunOptions, build_image_data, evaluate, init_model, model_config,
-    run_checked,
+    BatchSource, Classify, RunOptions, Upload, build_image_data, evaluate, init_model,
+    model_config, run_checked,
 };
 use std::path::Path;
 
@@ -31,7 +31,7 @@ fn evaluate_matches_a_host_computation_of_top1_top5_and_the_loss() {
 
     let (mut samples, mut top1, mut top5, mut loss) = (0, 0, 0, 0.0f64);
     for batch in loader.batches(0) {
-        let (logits, labels) = model.classify(batch.unwrap(), &device);
+        let (logits, labels) = model.classify(Upload::<Flex>::upload(batch.unwrap(), &device));
         let [n, classes] = logits.dims();
         let logits: Vec<f32> = logits.into_data().to_vec().unwrap();
         let labels: Vec<i64> = labels.into_data().convert::<i64>().to_vec().unwrap();
