@@ -10,7 +10,7 @@
 //! bias + dropout + residual add, each forward and backward; multi-tensor AdamW over BERT
 //! parameters and SGD-momentum over ResNet-50 parameters; Swin's window process and its
 //! reverse, and its attention softmax forward and backward, against the model's own ops), on
-//! the chosen device:
+//! the chosen device (and, last, `multi_apply` sequential against 2 and 4 streams):
 //!
 //! - **fused**: the kernel through its backend extension trait on the eager backend
 //!   (`CubeBackend` for wgpu and cuda; Flex on the CPU, where only the optimizers have a fused
@@ -32,6 +32,8 @@
 mod cases;
 #[path = "kernels/machine.rs"]
 mod machine;
+#[path = "kernels/multi_apply.rs"]
+mod multi_apply;
 #[path = "kernels/runs.rs"]
 mod runs;
 #[path = "kernels/table.rs"]
@@ -232,5 +234,13 @@ fn bench<F: Fused, R: Backend>(
             _ => {}
         }
         std::io::Write::flush(&mut std::io::stdout()).ok();
+    }
+    if args.only.is_empty() || args.only.iter().any(|o| o == "multi_apply") {
+        eprintln!("multi_apply ...");
+        // On the fusion backend where there is one: what detection heads run on.
+        match fusion {
+            Some(d) => multi_apply::bench::<R>(sizes.layer_norm[0], &timer, d),
+            None => multi_apply::bench::<F>(sizes.layer_norm[0], &timer, device),
+        }
     }
 }

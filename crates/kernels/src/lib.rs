@@ -10,6 +10,8 @@
 //! - [`swin_attention`]: Swin's relative-position-bias + mask + softmax, one pass each way.
 //! - [`nms`]: the NMS family of detection models (torchvision's `nms`/`batched_nms`, mmcv's
 //!   legacy-pixel NMS and soft-NMS), on the host for now.
+//! - [`multi_apply`]: mmdet's `multi_apply` and TorchAcc's multi-stream variant (a stream per
+//!   group, results in order).
 
 pub mod bias_dropout_add;
 mod cube_util;
@@ -18,6 +20,7 @@ mod fallback;
 pub mod gelu;
 mod launch_counter;
 pub mod layer_norm;
+pub mod multi_apply;
 pub mod nms;
 pub mod optim;
 pub mod swin_attention;

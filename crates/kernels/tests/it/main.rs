@@ -11,6 +11,7 @@ mod tier2 {
     mod layer_norm;
     mod layer_norm_autodiff;
     mod layer_norm_fusion;
+    mod multi_apply;
     mod multi_tensor_optim;
     mod nms;
     mod swin_attention;

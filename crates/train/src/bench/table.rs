@@ -3,7 +3,7 @@
 use super::record::{BenchRecord, Status};
 
 /// The record every row of a model is compared with: PyTorch's fastest, if PyTorch ran, else
-/// burnacc's `eager f32`, else the first record that completed.
+/// burnacc's `eager f32` on synthetic data, else the first record that completed.
 fn baseline<'a>(records: &'a [BenchRecord], model: &str) -> Option<&'a BenchRecord> {
     let ok = |r: &&BenchRecord| r.model == model && r.status == Some(Status::Ok);
     let fastest_torch = records
@@ -13,10 +13,12 @@ fn baseline<'a>(records: &'a [BenchRecord], model: &str) -> Option<&'a BenchReco
         .max_by(|a, b| a.samples_per_sec.partial_cmp(&b.samples_per_sec).unwrap());
     fastest_torch
         .or_else(|| {
-            records
-                .iter()
-                .filter(ok)
-                .find(|r| r.framework == "burnacc" && r.mode == "eager" && r.precision == "f32")
+            records.iter().filter(ok).find(|r| {
+                r.framework == "burnacc"
+                    && r.mode == "eager"
+                    && r.precision == "f32"
+                    && r.data.as_deref() != Some("real")
+            })
         })
         .or_else(|| records.iter().find(ok))
 }
@@ -28,9 +30,9 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 /// One Markdown table of `records`, with a speed ratio against each model's baseline.
 pub fn markdown_table(records: &[BenchRecord]) -> String {
     let mut out = String::from(
-        "| model | input | batch | framework | mode | precision | samples/s | vs baseline | \
-         step ms | first step s | warm-up s | kernel cache | peak memory MiB | status |\n\
-         |---|---|---:|---|---|---|---:|---:|---:|---:|---:|---|---:|---|\n",
+        "| model | input | batch | framework | mode | precision | data | samples/s | vs baseline \
+         | step ms | first step s | warm-up s | kernel cache | peak memory MiB | status |\n\
+         |---|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|\n",
     );
     for r in records {
         let base = baseline(records, &r.model);
@@ -49,14 +51,20 @@ pub fn markdown_table(records: &[BenchRecord]) -> String {
                     .unwrap_or_default()
             ),
         };
+        // Real data: with the fraction of the step spent waiting for it.
+        let data = match (r.data.as_deref(), r.data_wait_fraction) {
+            (Some("real"), Some(wait)) => format!("real (waited {:.1} %)", wait * 100.0),
+            (data, _) => data.unwrap_or("synthetic").to_owned(),
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.model,
             r.input,
             r.batch,
             r.framework,
             r.mode,
             r.precision,
+            data,
             opt(r.samples_per_sec, 1),
             ratio,
             opt(r.step_secs.map(|s| s * 1e3), 1),

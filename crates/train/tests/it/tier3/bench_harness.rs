@@ -280,6 +280,11 @@ fn real_data_cases_read_the_recipes_data_through_the_prefetcher() {
             other => panic!("data {other:?}"),
         }
     }
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(
+        table.contains("| f32 | real (waited ") && table.contains("| f32 | synthetic |"),
+        "{table}"
+    );
     // A broken recipe path fails its real-data case only, with the file named.
     let missing = root.path().join("nowhere");
     let out = root.path().join("bench-missing");
