@@ -6,6 +6,7 @@ mod tier2 {
     mod bias_dropout_add;
     mod bias_dropout_add_autodiff;
     mod bias_dropout_add_seed;
+    mod dcn;
     mod gelu;
     mod gelu_fusion;
     mod layer_norm;
