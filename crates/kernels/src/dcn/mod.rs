@@ -11,12 +11,10 @@
 //! - `mask`: `[N, offset_groups · kh · kw, H_out, W_out]`.
 //!
 //! The forward pass and its five gradients (input, offset, mask, weight, bias) are Burn's
-//! `deform_conv2d` and its backward. On the CPU (Flex) all of them equal torchvision's within
-//! 1e-4 relative (`scripts/record_dcn_fixtures.py`). On CubeCL devices the forward pass and
-//! the input, weight and bias gradients do too, but Burn 0.21's offset and mask gradients are
-//! wrong: its `deform_col2img_coord_kernel` reads every kernel tap's columns from the first
-//! tap's row. Training the offsets of a DCN layer on wgpu or CUDA needs a backward of our own
-//! (not written yet).
+//! `deform_conv2d` and its backward; they equal torchvision's within 1e-4 relative on Flex
+//! and on wgpu (`scripts/record_dcn_fixtures.py`). On CubeCL devices the offset and mask
+//! gradients need the workspace's patched burn-cubecl (`patches/burn-cubecl/PATCH.md`):
+//! 0.21.0 read the first kernel tap's column gradient for every tap.
 
 mod pack;
 

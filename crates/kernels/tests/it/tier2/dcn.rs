@@ -5,8 +5,8 @@
 //! with 2 offset groups), odd sizes, offsets of a few pixels (samples between pixels and
 //! outside the image), and torchvision's `deform_conv2d` output and the gradients of
 //! `sum(out · grad_out)` for x, offset, mask, weight and bias, computed in float64. Ours runs
-//! in f32, on Flex and on wgpu (lavapipe), within 1e-4 of the largest reference value (on
-//! wgpu all but the offset and mask gradients, which Burn 0.21 gets wrong there).
+//! in f32, on Flex and on wgpu (lavapipe, fused and eager), within 1e-4 of the largest
+//! reference value.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -149,15 +149,14 @@ fn forward_and_gradients_match_torchvision_on_flex() {
     matches_torchvision::<Autodiff<Flex>>(&FlexDevice, &ALL_GRADIENTS);
 }
 
-/// On CubeCL devices Burn 0.21's `deform_conv2d` backward gets the offset and mask gradients
-/// wrong (more than 100 % of their scale away from torchvision on every case, eager and fused
-/// alike): `deform_col2img_coord_kernel` in burn-cubecl's `deform_conv_transpose2d.rs` reads
-/// the columns from the first kernel tap's row for every tap (its `col_base_idx` lacks
-/// `(kernel_y · kernel_w + kernel_x) · columns.stride(0)`). The forward pass and the input,
-/// weight and bias gradients are right, and are what this test holds it to.
+/// Eager and fused: the offset and mask gradients come from the patched burn-cubecl
+/// (`patches/burn-cubecl/PATCH.md`); 0.21.0 was more than 100 % off on every case.
 #[test]
 fn forward_and_gradients_match_torchvision_on_wgpu() {
-    matches_torchvision::<Autodiff<Wgpu>>(&WgpuDevice::default(), &["x", "weight", "bias"]);
+    let device = WgpuDevice::default();
+    matches_torchvision::<Autodiff<Wgpu>>(&device, &ALL_GRADIENTS);
+    type Cube = burn_cubecl::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
+    matches_torchvision::<Autodiff<Cube>>(&device, &ALL_GRADIENTS);
 }
 
 #[test]
