@@ -270,7 +270,7 @@ impl Measure<'_> {
 
         for i in 0..counts.warmup {
             let t = Instant::now();
-            model = stepper.step(model, lr, &step)?.0;
+            model = stepper.step(model, lr, step)?.0;
             B::sync(device)?;
             if i == 0 {
                 record.first_step_secs = Some(t.elapsed().as_secs_f64());
@@ -285,7 +285,7 @@ impl Measure<'_> {
             feed.take_wait();
             let t = Instant::now();
             for _ in 0..counts.steps {
-                model = stepper.step(model, lr, &step)?.0;
+                model = stepper.step(model, lr, step)?.0;
             }
             B::sync(device)?;
             let elapsed = t.elapsed().as_secs_f64();

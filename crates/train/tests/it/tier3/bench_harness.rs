@@ -291,7 +291,7 @@ fn real_data_cases_read_the_recipes_data_through_the_prefetcher() {
     bench(&[
         file.to_str().unwrap(),
         "--set",
-        &format!("data.dataset=\"image-folder\""),
+        "data.dataset=\"image-folder\"",
         "--set",
         &format!("data.path={:?}", missing.display().to_string()),
         "--modes",
