@@ -8,6 +8,8 @@
 #
 # `run` writes burnacc/results.jsonl (burnacc alone, with its own table and chart), torch.jsonl,
 # then table.md, chart.png (both merged) and machine.txt into $OUT (default gpu-results/), then
+# real-data/: ResNet-50 `acc` bf16 on its synthetic batch and on the mock ImageNet JPEGs through
+# the loader and the device prefetcher (docs/data.md; REAL_DATA=0 skips it), then
 # kernels.md: the kernel micro-benchmarks of burnacc-kernels
 # (crates/kernels/benches/kernels.rs; fused kernels vs Burn, bandwidth vs copy; at most
 # KERNEL_TIMEOUT more seconds, KERNELS=0 skips them). It needs no Rust toolchain: the binaries
@@ -35,6 +37,9 @@ EXTRA_SETS=${EXTRA_SETS:-}                # more --set arguments, e.g. for a CPU
 KERNELS=${KERNELS:-1}                     # 0: skip the kernel micro-benchmarks
 KERNEL_REPS=${KERNEL_REPS:-5}             # repetitions per kernel measurement (median)
 KERNEL_TIMEOUT=${KERNEL_TIMEOUT:-150}     # seconds for the whole kernel micro-benchmark
+REAL_DATA=${REAL_DATA:-1}                 # 0: skip ResNet-50 on real (mock ImageNet) data
+REAL_WORKERS=${REAL_WORKERS:-14}          # loader threads of the real-data case
+REAL_TIMEOUT=${REAL_TIMEOUT:-150}         # seconds per real-data configuration (JPEGs written first)
 
 build() {
     CUDARC_CUDA_VERSION=13000 cargo build --release -p burnacc-train --features cuda \
@@ -99,6 +104,16 @@ run() {
     [ -s "$out/torch.jsonl" ] && merge+=(--merge "$out/torch.jsonl")
     [ -s "$out/burnacc/results.jsonl" ] && merge+=(--merge "$out/burnacc/results.jsonl")
     "$PACK/bench" "${merge[@]}" --out "$out" | tee "$out/report.txt"
+
+    # Real data against synthetic: does the loader keep the device busy (docs/data.md)?
+    if [ "$REAL_DATA" != 0 ]; then
+        # shellcheck disable=SC2086
+        "$PACK/bench" configs/bench/resnet50.toml "${sets[@]}" \
+            --set "data.workers=$REAL_WORKERS" --set data.prefetch=8 --set data.device_prefetch=2 \
+            --modes acc --precisions bf16 --data synthetic,real \
+            --warmup "$WARMUP" --steps "$STEPS" --windows "$WINDOWS" --timeout "$REAL_TIMEOUT" \
+            --out "$out/real-data" || echo "real-data bench stopped early; keeping its results"
+    fi
 
     # Kernel micro-benchmarks, last so they cannot hold up the scoreboard. Rows are printed as
     # they finish, so a timeout keeps the finished ones. On the CPU (dry run): quick shapes.
