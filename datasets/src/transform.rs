@@ -282,14 +282,8 @@ pub fn to_chw_f32<P>(img: &Image8<P>) -> Vec<f32>
 where
     P: Pixel<Subpixel = u8>,
 {
-    let (w, h) = img.dimensions();
-    let plane = (w * h) as usize;
-    let c = usize::from(P::CHANNEL_COUNT);
-    let mut out = vec![0.0f32; c * plane];
-    for (i, px) in img.as_raw().chunks_exact(c).enumerate() {
-        for (ch, &v) in px.iter().enumerate() {
-            out[ch * plane + i] = f32::from(v) / 255.0;
-        }
-    }
-    out
+    to_chw_u8(img)
+        .into_iter()
+        .map(|v| f32::from(v) / 255.0)
+        .collect()
 }

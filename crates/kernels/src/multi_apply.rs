@@ -15,7 +15,6 @@
 use burn::tensor::backend::Backend;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Groups that failed in [`multi_apply_multi_stream`], by index, with their messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,18 +58,12 @@ where
     T: Send,
 {
     let count = groups.len();
-    // Each slot is taken by exactly one thread: the one that claimed its index.
-    let inputs: Vec<Mutex<Option<G>>> = groups.into_iter().map(|g| Mutex::new(Some(g))).collect();
-    let outputs: Vec<Mutex<Option<Result<T, String>>>> =
-        (0..count).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
+    // The groups not yet claimed, with their indices; each thread returns what it ran.
+    let queue = Mutex::new(groups.into_iter().enumerate());
     let run = || {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= count {
-                return;
-            }
-            let group = take(&inputs[i]).expect("each group is claimed once");
+        let mut ran = Vec::new();
+        // The lock is released before the group runs.
+        while let Some((i, group)) = next(&queue) {
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(group)))
                 .map_err(|payload| panic_message(payload.as_ref()))
                 .and_then(|value| {
@@ -78,21 +71,29 @@ where
                         .map(|()| value)
                         .map_err(|e| format!("synchronising its stream failed: {e:?}"))
                 });
-            *outputs[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+            ran.push((i, result));
         }
+        ran
     };
-    std::thread::scope(|scope| {
-        for s in 0..streams.clamp(1, count.max(1)) {
-            std::thread::Builder::new()
-                .name(format!("burnacc-multi-apply-{s}"))
-                .spawn_scoped(scope, run)
-                .expect("spawning a multi_apply thread");
-        }
+    let mut outputs: Vec<(usize, Result<T, String>)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..streams.clamp(1, count.max(1)))
+            .map(|s| {
+                std::thread::Builder::new()
+                    .name(format!("burnacc-multi-apply-{s}"))
+                    .spawn_scoped(scope, run)
+                    .expect("spawning a multi_apply thread")
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("panics of a group are caught"))
+            .collect()
     });
+    outputs.sort_by_key(|&(i, _)| i);
     let mut results = Vec::with_capacity(count);
     let mut failed = Vec::new();
-    for (i, output) in outputs.iter().enumerate() {
-        match take(output).expect("every group ran") {
+    for (i, output) in outputs {
+        match output {
             Ok(value) => results.push(value),
             Err(message) => failed.push((i, message)),
         }
@@ -107,8 +108,8 @@ where
     }
 }
 
-fn take<V>(slot: &Mutex<Option<V>>) -> Option<V> {
-    slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+fn next<I: Iterator>(queue: &Mutex<I>) -> Option<I::Item> {
+    queue.lock().unwrap_or_else(|e| e.into_inner()).next()
 }
 
 /// The text of a panic payload (`panic!` with a literal or a formatted message).

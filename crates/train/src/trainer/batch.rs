@@ -74,15 +74,6 @@ impl<B: Backend> Upload<B> for TextBatch {
     }
 }
 
-/// Uploads a text batch: its [`BertInput`] and labels.
-pub fn upload_text<B: Backend>(
-    batch: TextBatch,
-    device: &B::Device,
-) -> (BertInput<B>, Tensor<B, 1, Int>) {
-    let TextInputBatch { input, labels } = batch.upload(device);
-    (input, labels)
-}
-
 /// How u8 pixels travel to a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PixelTransfer {
@@ -145,8 +136,7 @@ pub fn upload_pixels<B: Backend>(
     device: &B::Device,
 ) -> Tensor<B, 4, Int> {
     if transfer == PixelTransfer::Bytes {
-        let mut data = TensorData::new(pixels, shape);
-        B::staging(std::iter::once(&mut data), device);
+        let data = staged::<B>(TensorData::new(pixels, shape), device);
         return Tensor::from_data(data, (device, DType::U8));
     }
     // Byte `k` of word `j` is value `4j + k`.
@@ -157,8 +147,7 @@ pub fn upload_pixels<B: Backend>(
         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     let count = words.len();
-    let mut data = TensorData::new(words, [count]);
-    B::staging(std::iter::once(&mut data), device);
+    let data = staged::<B>(TensorData::new(words, [count]), device);
     let words = Tensor::<B, 1, Int>::from_data(data, (device, DType::I32));
     // An arithmetic shift of a negative word fills with ones; the mask keeps the byte.
     let byte = |k: i32| {
@@ -171,6 +160,12 @@ pub fn upload_pixels<B: Backend>(
         .reshape([4 * count])
         .slice(0..len)
         .reshape(shape)
+}
+
+/// `data` moved into the backend's staging memory where it has some (pinned on CUDA).
+fn staged<B: Backend>(mut data: TensorData, device: &B::Device) -> TensorData {
+    B::staging(std::iter::once(&mut data), device);
+    data
 }
 
 /// Number of correct arg-max predictions, as a one-element device tensor (no host read).

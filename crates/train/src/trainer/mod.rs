@@ -18,7 +18,6 @@ mod text_data;
 pub use auto_checkpoint::{AutoCheckpointSummary, BlockProbe, measure_blocks, plan_auto};
 pub use batch::{
     ImageBatch, PixelTransfer, TextInputBatch, Upload, normalize_on_device, upload_pixels,
-    upload_text,
 };
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
 pub use classify::{

@@ -10,7 +10,7 @@ use burn::tensor::Tensor;
 use burnacc_datasets::text::{TextBatch, pack_batch, pad_batch};
 use burnacc_models::bert::{BertConfig, BertForSequenceClassification};
 use burnacc_tests::rng::HostRng;
-use burnacc_train::trainer::upload_text;
+use burnacc_train::trainer::Upload;
 
 type B = Autodiff<Flex>;
 
@@ -87,7 +87,7 @@ fn packed_and_padded_batches_give_the_same_logits_loss_and_gradients() {
     );
     let loss_fn = CrossEntropyLossConfig::new().init(&FlexDevice);
     let run = |batch: TextBatch| {
-        let (input, _) = upload_text::<B>(batch, &FlexDevice);
+        let input = Upload::<B>::upload(batch, &FlexDevice).input;
         let logits = model.forward(&input);
         let loss = loss_fn.forward(logits.clone(), labels.clone());
         let grads = loss.backward();
@@ -147,8 +147,8 @@ fn packed_and_padded_batches_give_the_same_logits_loss_and_gradients() {
     // The inference model (no autodiff) agrees too.
     let inner = model.valid();
     let (padded, packed) = batches();
-    let logits = |batch| {
-        let (input, _) = upload_text::<Flex>(batch, &FlexDevice);
+    let logits = |batch: TextBatch| {
+        let input = Upload::<Flex>::upload(batch, &FlexDevice).input;
         inner.forward(&input)
     };
     let diff = (logits(packed) - logits(padded)).abs().max().into_scalar();
