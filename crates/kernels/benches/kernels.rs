@@ -10,7 +10,9 @@
 //! bias + dropout + residual add, each forward and backward; multi-tensor AdamW over BERT
 //! parameters and SGD-momentum over ResNet-50 parameters; Swin's window process and its
 //! reverse, and its attention softmax forward and backward, against the model's own ops), on
-//! the chosen device (and, last, `multi_apply` sequential against 2 and 4 streams):
+//! the chosen device (and, last, `multi_apply` sequential against 2 and 4 streams, the NMS
+//! family on the device against the host selection, `nms.rs`, and DCNv2's backward, burnacc's
+//! against Burn's, `dcn.rs`):
 //!
 //! - **fused**: the kernel through its backend extension trait on the eager backend
 //!   (`CubeBackend` for wgpu and cuda; Flex on the CPU, where only the optimizers have a fused
@@ -30,10 +32,14 @@
 
 #[path = "kernels/cases.rs"]
 mod cases;
+#[path = "kernels/dcn.rs"]
+mod dcn;
 #[path = "kernels/machine.rs"]
 mod machine;
 #[path = "kernels/multi_apply.rs"]
 mod multi_apply;
+#[path = "kernels/nms.rs"]
+mod nms;
 #[path = "kernels/runs.rs"]
 mod runs;
 #[path = "kernels/table.rs"]
@@ -48,6 +54,8 @@ use burn::backend::Flex;
 use burn::tensor::backend::Backend;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+use burnacc_kernels::dcn::DcnKernel;
+use burnacc_kernels::nms::NmsKernel;
 use rayon::prelude::*;
 
 use cases::{Case, Sizes};
@@ -164,7 +172,7 @@ fn main() {
 
 /// Every selected case: fused on `F`, the reference on `F` (eager) and, when `fusion` is
 /// given, on its fusion backend `R`; then the table.
-fn bench<F: Fused, R: Backend>(
+fn bench<F: Fused + NmsKernel + DcnKernel, R: Backend>(
     args: &Args,
     machine: &str,
     device: &F::Device,
@@ -242,5 +250,13 @@ fn bench<F: Fused, R: Backend>(
             Some(d) => multi_apply::bench::<R>(sizes.layer_norm[0], &timer, d),
             None => multi_apply::bench::<F>(sizes.layer_norm[0], &timer, device),
         }
+    }
+    if args.only.is_empty() || args.only.iter().any(|o| o == "nms") {
+        eprintln!("nms ...");
+        nms::bench::<F>(&timer, device);
+    }
+    if args.only.is_empty() || args.only.iter().any(|o| o == "dcn") {
+        eprintln!("dcn ...");
+        dcn::bench::<F>(args.quick, &timer, device);
     }
 }

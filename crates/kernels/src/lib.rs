@@ -9,7 +9,8 @@
 //!   gather each way.
 //! - [`swin_attention`]: Swin's relative-position-bias + mask + softmax, one pass each way.
 //! - [`nms`]: the NMS family of detection models (torchvision's `nms`/`batched_nms`, mmcv's
-//!   legacy-pixel NMS and soft-NMS), on the host for now.
+//!   legacy-pixel NMS and soft-NMS): the IoU bitmask and the soft-NMS loop on CubeCL devices,
+//!   the host elsewhere.
 //! - [`dcn`]: deformable convolution v1 and v2 (torchvision's `deform_conv2d` with argument
 //!   checks; mmcv's `DeformConv2dPack` and `ModulatedDeformConv2dPack` layers).
 //! - [`multi_apply`]: mmdet's `multi_apply` and TorchAcc's multi-stream variant (a stream per

@@ -17,8 +17,10 @@ use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::{Bytes, DType, Shape};
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, read_seed};
+use burnacc_kernels::dcn::DcnKernel;
 use burnacc_kernels::gelu::GeluKernel;
 use burnacc_kernels::layer_norm::LayerNormKernel;
+use burnacc_kernels::nms::NmsKernel;
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
@@ -27,6 +29,12 @@ use burnacc_kernels::window_process::WindowProcessKernel;
 use std::borrow::Cow;
 
 impl WindowProcessKernel for CpuFlex {}
+
+/// NMS selects on the host, as on Flex.
+impl NmsKernel for CpuFlex {}
+
+/// Burn's deformable-convolution backward, as on Flex.
+impl DcnKernel for CpuFlex {}
 
 /// Whether every tensor is f32 (the dtype burnacc's CPU kernels compute; others take Flex's
 /// reference path).

@@ -10,20 +10,64 @@
 //!   kernel tap a `(dy, dx)` pair, in that order;
 //! - `mask`: `[N, offset_groups · kh · kw, H_out, W_out]`.
 //!
-//! The forward pass and its five gradients (input, offset, mask, weight, bias) are Burn's
-//! `deform_conv2d` and its backward; they equal torchvision's within 1e-4 relative on Flex
-//! and on wgpu (`scripts/record_dcn_fixtures.py`). On CubeCL devices the offset and mask
-//! gradients need the workspace's patched burn-cubecl (`patches/burn-cubecl/PATCH.md`):
-//! 0.21.0 read the first kernel tap's column gradient for every tap.
+//! The forward pass is Burn's `deform_conv2d`. The backward ([`DcnKernel::dcn_backward`]) is
+//! burnacc's on CubeCL devices: one kernel parallel over (batch, offset group, tap, output
+//! position) samples the input once and yields the offset, mask and input gradients and the
+//! weight gradient's columns, between two batched matrix products (`kernel`, `launch`);
+//! Burn's own backward elsewhere. All five gradients (input, offset, mask, weight, bias) equal
+//! torchvision's within 1e-4 relative on Flex and on wgpu (`scripts/record_dcn_fixtures.py`).
+//! Burn's CubeCL backward needs the workspace's patched burn-cubecl
+//! (`patches/burn-cubecl/PATCH.md`): 0.21.0 read the first kernel tap's column gradient for
+//! every tap; it stays as the reference of burnacc's.
 
+mod autodiff;
+mod backends;
+pub mod counters;
+mod kernel;
+pub mod launch;
 mod pack;
 
+pub use counters::backward_launches;
+pub use launch::deform_conv2d_backward_cube;
 pub use pack::{DeformConv2dPack, DeformConv2dPackConfig, ModulatedDeformConv2dPack};
 
-use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
-use burn::tensor::module;
-use burn::tensor::ops::DeformConvOptions;
+use burn::tensor::ops::{DeformConv2dBackward, DeformConvOptions, FloatTensor};
+use burn::tensor::{Tensor, TensorPrimitive};
+
+/// A backend whose deformable convolution may run burnacc's backward.
+///
+/// The provided methods are Burn's own ops, so any backend can opt in with an empty `impl`;
+/// [`burn_cubecl::CubeBackend`] overrides the backward with burnacc's kernel, `Autodiff<B>`
+/// records a node whose backward is `B`'s, `Fusion<B>` records `B`'s backward as one
+/// operation, and burnacc's `Acc<B>` passes the calls to `B`. Shapes as in the module docs.
+pub trait DcnKernel: Backend {
+    /// `deform_conv2d(x, offset, weight, mask, bias)`: `[N, C_out, H_out, W_out]`.
+    fn dcn_forward(
+        x: FloatTensor<Self>,
+        offset: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        mask: Option<FloatTensor<Self>>,
+        bias: Option<FloatTensor<Self>>,
+        options: DeformConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        Self::deform_conv2d(x, offset, weight, mask, bias, options)
+    }
+
+    /// The five gradients from the output gradient `grad_out`; `mask_grad` and `bias_grad`
+    /// are present iff `mask` and `bias` are.
+    fn dcn_backward(
+        x: FloatTensor<Self>,
+        offset: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        mask: Option<FloatTensor<Self>>,
+        bias: Option<FloatTensor<Self>>,
+        grad_out: FloatTensor<Self>,
+        options: DeformConvOptions<2>,
+    ) -> DeformConv2dBackward<Self> {
+        Self::deform_conv2d_backward(x, offset, weight, mask, bias, grad_out, options)
+    }
+}
 
 /// Bad input to [`deform_conv2d`]; each names the argument and what it should be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,8 +198,9 @@ pub fn check_deform_conv2d(
 }
 
 /// torchvision's `deform_conv2d` (v1 without `mask`, v2 with it): `[N, C_out, H_out, W_out]`,
-/// after [`check_deform_conv2d`]. Differentiable in every input on autodiff backends.
-pub fn deform_conv2d<B: Backend>(
+/// after [`check_deform_conv2d`]. Differentiable in every input on autodiff backends, with
+/// burnacc's backward on CubeCL devices.
+pub fn deform_conv2d<B: DcnKernel>(
     x: Tensor<B, 4>,
     offset: Tensor<B, 4>,
     weight: Tensor<B, 4>,
@@ -171,7 +216,14 @@ pub fn deform_conv2d<B: Backend>(
         bias.as_ref().map(|b| b.dims()[0]),
         &options,
     )?;
-    Ok(module::deform_conv2d(
-        x, offset, weight, mask, bias, options,
-    ))
+    let float = |t: Tensor<B, 4>| t.into_primitive().tensor();
+    let y = B::dcn_forward(
+        float(x),
+        float(offset),
+        float(weight),
+        mask.map(float),
+        bias.map(|b| b.into_primitive().tensor()),
+        options,
+    );
+    Ok(Tensor::from_primitive(TensorPrimitive::Float(y)))
 }

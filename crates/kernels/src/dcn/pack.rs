@@ -19,7 +19,7 @@ use burn::tensor::activation::sigmoid;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::DeformConvOptions;
 
-use super::{DcnError, deform_conv2d};
+use super::{DcnError, DcnKernel, deform_conv2d};
 
 /// Settings of both layers (mmcv's constructor arguments).
 #[derive(Config, Debug)]
@@ -139,7 +139,7 @@ pub struct DeformConv2dPack<B: Backend> {
     pub deform_groups: usize,
 }
 
-impl<B: Backend> DeformConv2dPack<B> {
+impl<B: DcnKernel> DeformConv2dPack<B> {
     /// x: `[N, C_in, H, W]` → `[N, C_out, H_out, W_out]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Result<Tensor<B, 4>, DcnError> {
         let offset = self.conv_offset.forward(x.clone());
@@ -181,7 +181,7 @@ pub struct ModulatedDeformConv2dPack<B: Backend> {
     pub deform_groups: usize,
 }
 
-impl<B: Backend> ModulatedDeformConv2dPack<B> {
+impl<B: DcnKernel> ModulatedDeformConv2dPack<B> {
     /// x: `[N, C_in, H, W]` → `[N, C_out, H_out, W_out]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Result<Tensor<B, 4>, DcnError> {
         let out = self.conv_offset.forward(x.clone());

@@ -18,7 +18,7 @@ pub fn iou(a: &[f32; 4], b: &[f32; 4], offset: f32) -> f32 {
 
 /// Indices of `scores` by decreasing score, ties by increasing index (a stable sort, as
 /// torchvision's).
-fn by_decreasing_score(scores: &[f32]) -> Vec<usize> {
+pub fn by_decreasing_score(scores: &[f32]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..scores.len()).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
     order
@@ -38,6 +38,54 @@ pub fn nms_host(boxes: &[[f32; 4]], scores: &[f32], iou_threshold: f32, offset: 
         for &j in &order[rank + 1..] {
             if !suppressed[j] && iou(&boxes[i], &boxes[j], offset) > iou_threshold {
                 suppressed[j] = true;
+            }
+        }
+    }
+    keep
+}
+
+/// Suppression bitmask of `boxes` in rank order (what the device computes, see
+/// [`super::NmsKernel::nms_suppression_mask`]): bit `k` of word `w` of row `i` is set iff box
+/// `j = 32 w + k` ranks below `i`, has its class and `iou(i, j) > iou_threshold`;
+/// `[n · ⌈n/32⌉]` words, row-major.
+pub fn suppression_mask_host(
+    boxes: &[[f32; 4]],
+    classes: &[i64],
+    iou_threshold: f32,
+    offset: f32,
+) -> Vec<u32> {
+    let n = boxes.len();
+    let words = n.div_ceil(32);
+    let mut mask = vec![0u32; n * words];
+    for i in 0..n {
+        for j in i + 1..n {
+            if classes[i] == classes[j] && iou(&boxes[i], &boxes[j], offset) > iou_threshold {
+                mask[i * words + j / 32] |= 1 << (j % 32);
+            }
+        }
+    }
+    mask
+}
+
+/// The greedy pass over a suppression mask of `n` boxes in rank order (torchvision's host
+/// loop after its CUDA kernel): the ranks kept, in order. A box is kept unless a kept box of
+/// higher rank suppresses it.
+pub fn greedy_over_mask(mask: &[u32], n: usize) -> Vec<usize> {
+    let words = n.div_ceil(32);
+    assert_eq!(
+        mask.len(),
+        n * words,
+        "a mask of {n} boxes has {} words",
+        n * words
+    );
+    let mut removed = vec![0u32; words];
+    let mut keep = Vec::new();
+    for i in 0..n {
+        if removed[i / 32] >> (i % 32) & 1 == 0 {
+            keep.push(i);
+            let row = &mask[i * words..(i + 1) * words];
+            for (r, m) in removed.iter_mut().zip(row).skip(i / 32) {
+                *r |= m;
             }
         }
     }
@@ -113,6 +161,34 @@ pub fn soft_nms_host(
     index.into_iter().zip(scores).take(n).collect()
 }
 
+/// Boxes grouped by class: `(members, segments)` with `members` the indices of the boxes of
+/// the lowest class first (increasing index within a class) and class `k` at
+/// `members[segments[k]..segments[k + 1]]`.
+pub fn group_by_class(classes: &[i64]) -> (Vec<usize>, Vec<usize>) {
+    let mut members: Vec<usize> = (0..classes.len()).collect();
+    members.sort_by_key(|&i| classes[i]);
+    let mut segments = vec![0];
+    for k in 1..members.len() {
+        if classes[members[k]] != classes[members[k - 1]] {
+            segments.push(k);
+        }
+    }
+    if !members.is_empty() {
+        segments.push(members.len());
+    }
+    (members, segments)
+}
+
+/// `(index, value)` pairs by decreasing score, ties by increasing index: how the batched
+/// functions merge their classes.
+pub fn merge_by_score<T: Copy>(kept: &mut [(usize, T)], score_of: impl Fn(usize, T) -> f32) {
+    kept.sort_by(|a, b| {
+        score_of(b.0, b.1)
+            .total_cmp(&score_of(a.0, a.1))
+            .then(a.0.cmp(&b.0))
+    });
+}
+
 /// `per_class(boxes, scores)` run on each class of `classes` separately (boxes of different
 /// classes never suppress each other), its results mapped back to the input's indices and
 /// merged by decreasing score, ties by increasing index.
@@ -123,12 +199,10 @@ pub fn batched_host<T: Copy>(
     per_class: impl Fn(&[[f32; 4]], &[f32]) -> Vec<(usize, T)>,
     score_of: impl Fn(usize, T) -> f32,
 ) -> Vec<(usize, T)> {
-    let mut labels: Vec<i64> = classes.to_vec();
-    labels.sort_unstable();
-    labels.dedup();
+    let (members, segments) = group_by_class(classes);
     let mut kept = Vec::new();
-    for label in labels {
-        let members: Vec<usize> = (0..boxes.len()).filter(|&i| classes[i] == label).collect();
+    for class in segments.windows(2) {
+        let members = &members[class[0]..class[1]];
         let class_boxes: Vec<[f32; 4]> = members.iter().map(|&i| boxes[i]).collect();
         let class_scores: Vec<f32> = members.iter().map(|&i| scores[i]).collect();
         kept.extend(
@@ -137,10 +211,6 @@ pub fn batched_host<T: Copy>(
                 .map(|(j, value)| (members[j], value)),
         );
     }
-    kept.sort_by(|a, b| {
-        score_of(b.0, b.1)
-            .total_cmp(&score_of(a.0, a.1))
-            .then(a.0.cmp(&b.0))
-    });
+    merge_by_score(&mut kept, score_of);
     kept
 }

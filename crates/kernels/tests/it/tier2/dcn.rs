@@ -16,10 +16,14 @@ use burn::backend::{Autodiff, Flex, Wgpu, flex::FlexDevice};
 use burn::module::Param;
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2dConfig;
+use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::ops::DeformConvOptions;
+use burn::tensor::ops::{DeformConvOptions, ModuleOps};
 use burn::tensor::{Distribution, Tensor, TensorData};
-use burnacc_kernels::dcn::{DcnError, DeformConv2dPackConfig, deform_conv2d};
+use burnacc_backend::Acc;
+use burnacc_kernels::dcn::{
+    DcnError, DcnKernel, DeformConv2dPackConfig, backward_launches, deform_conv2d,
+};
 use safetensors::SafeTensors;
 use safetensors::tensor::Dtype;
 
@@ -103,7 +107,7 @@ impl Fixture {
 
 /// Forward and the gradients `checked` (of x, offset, mask, weight, bias) of every case on
 /// `B`.
-fn matches_torchvision<B: AutodiffBackend>(device: &B::Device, checked: &[&str]) {
+fn matches_torchvision<B: AutodiffBackend + DcnKernel>(device: &B::Device, checked: &[&str]) {
     let fixture = Fixture::open();
     let mut failures = Vec::new();
     for case in CASES {
@@ -149,14 +153,113 @@ fn forward_and_gradients_match_torchvision_on_flex() {
     matches_torchvision::<Autodiff<Flex>>(&FlexDevice, &ALL_GRADIENTS);
 }
 
-/// Eager and fused: the offset and mask gradients come from the patched burn-cubecl
-/// (`patches/burn-cubecl/PATCH.md`); 0.21.0 was more than 100 % off on every case.
+type Cube = burn_cubecl::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
+
+/// Eager and fused, and through burnacc's `Acc`: the gradients come from burnacc's backward
+/// kernel (its counter rises).
 #[test]
 fn forward_and_gradients_match_torchvision_on_wgpu() {
     let device = WgpuDevice::default();
+    let before = backward_launches();
     matches_torchvision::<Autodiff<Wgpu>>(&device, &ALL_GRADIENTS);
-    type Cube = burn_cubecl::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
     matches_torchvision::<Autodiff<Cube>>(&device, &ALL_GRADIENTS);
+    matches_torchvision::<Acc<Autodiff<Wgpu>>>(&device, &ALL_GRADIENTS);
+    assert!(
+        backward_launches() > before,
+        "burnacc's DCN backward never ran"
+    );
+}
+
+/// `max |a − b| / max |b|` of two tensors of `Cube`.
+fn relative(a: Tensor<Cube, 4>, b: Tensor<Cube, 4>) -> f64 {
+    let a: Vec<f32> = a.into_data().to_vec().unwrap();
+    let b: Vec<f32> = b.into_data().to_vec().unwrap();
+    let scale = b
+        .iter()
+        .fold(0f32, |m, v| m.max(v.abs()))
+        .max(f32::MIN_POSITIVE);
+    let diff = a
+        .iter()
+        .zip(&b)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    f64::from(diff / scale)
+}
+
+/// burnacc's backward kernel against Burn's (patched) backward on the same device: odd sizes,
+/// a 3×2 kernel with stride, padding and dilation, the four forms of mask and bias, weight
+/// and offset groups, a strided (non-contiguous) input, offsets reaching outside the image.
+#[test]
+fn burnacc_backward_equals_burns_backward_on_wgpu() {
+    let device = WgpuDevice::default();
+    let forms = [
+        (false, false, 1, 1),
+        (true, false, 1, 2),
+        (false, true, 2, 1),
+        (true, true, 2, 2),
+    ];
+    let (n, c_in, c_out, h, w, kh, kw) = (2, 4, 6, 7, 9, 3, 2);
+    for (has_mask, has_bias, weight_groups, offset_groups) in forms {
+        let options = DeformConvOptions::new([1, 2], [1, 0], [2, 1], weight_groups, offset_groups);
+        let [ho, wo] = [5, 4];
+        let uniform = |dims: [usize; 4], lo: f64, hi: f64| {
+            Tensor::<Cube, 4>::random(dims, Distribution::Uniform(lo, hi), &device)
+        };
+        // Stored as [n, c, w, h]: the kernel's input is a transposed view.
+        let x = uniform([n, c_in, w, h], -1.0, 1.0).swap_dims(2, 3);
+        let offset = uniform([n, 2 * offset_groups * kh * kw, ho, wo], -2.5, 2.5);
+        let weight = uniform([c_out, c_in / weight_groups, kh, kw], -1.0, 1.0);
+        let mask = has_mask.then(|| uniform([n, offset_groups * kh * kw, ho, wo], 0.0, 1.0));
+        let bias =
+            has_bias.then(|| Tensor::<Cube, 1>::random([c_out], Distribution::Default, &device));
+        let grad_out = uniform([n, c_out, ho, wo], -1.0, 1.0);
+        let p = |t: &Tensor<Cube, 4>| t.clone().into_primitive().tensor();
+        let run = |ours: bool| {
+            let args = (
+                p(&x),
+                p(&offset),
+                p(&weight),
+                mask.as_ref().map(p),
+                bias.clone().map(|b| b.into_primitive().tensor()),
+                p(&grad_out),
+                options.clone(),
+            );
+            let g = if ours {
+                Cube::dcn_backward(args.0, args.1, args.2, args.3, args.4, args.5, args.6)
+            } else {
+                Cube::deform_conv2d_backward(args.0, args.1, args.2, args.3, args.4, args.5, args.6)
+            };
+            let t = |prim| Tensor::<Cube, 4>::from_primitive(TensorPrimitive::Float(prim));
+            let t1 = |prim| Tensor::<Cube, 1>::from_primitive(TensorPrimitive::Float(prim));
+            (
+                [t(g.x_grad), t(g.offset_grad), t(g.weight_grad)],
+                g.mask_grad.map(t),
+                g.bias_grad.map(t1),
+            )
+        };
+        let before = backward_launches();
+        let (ours, our_mask, our_bias) = run(true);
+        assert!(backward_launches() > before);
+        let (burns, burn_mask, burn_bias) = run(false);
+        let form =
+            format!("mask {has_mask}, bias {has_bias}, groups {weight_groups}/{offset_groups}");
+        for (name, (a, b)) in ["x", "offset", "weight"]
+            .into_iter()
+            .zip(ours.into_iter().zip(burns))
+        {
+            let d = relative(a, b);
+            assert!(d <= 1e-5, "{form}: {name} gradient {d:.2e} from Burn's");
+        }
+        assert_eq!(our_mask.is_some(), has_mask);
+        if let (Some(a), Some(b)) = (our_mask, burn_mask) {
+            let d = relative(a, b);
+            assert!(d <= 1e-5, "{form}: mask gradient {d:.2e} from Burn's");
+        }
+        assert_eq!(our_bias.is_some(), has_bias);
+        if let (Some(a), Some(b)) = (our_bias, burn_bias) {
+            let d = relative(a.unsqueeze(), b.unsqueeze());
+            assert!(d <= 1e-6, "{form}: bias gradient {d:.2e} from Burn's");
+        }
+    }
 }
 
 #[test]
