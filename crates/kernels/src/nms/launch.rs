@@ -1,8 +1,8 @@
 //! Host side of the NMS kernels on Burn's CubeCL primitive ([`CubeTensor`]): shape checks,
 //! launches, and the read-back of what the host's greedy pass (or the caller) needs.
 //!
-//! Boxes of any float dtype are computed in f32; class ids and segment offsets may be any
-//! integer dtype. An empty input launches nothing (and bumps no counter).
+//! Boxes of any float dtype are computed in f32; class ids may be any integer dtype; segment
+//! offsets come from the host. An empty input launches nothing (and bumps no counter).
 
 use burn::cubecl::CubeElement;
 use burn::cubecl::{CubeCount, CubeDim};

@@ -246,7 +246,7 @@ fn soft_nms_on_host(
     )
 }
 
-fn soft_output<B: NmsKernel>(kept: &[(usize, f32)], boxes: Tensor<B, 2>) -> SoftNmsOutput<B> {
+fn soft_output<B: Backend>(kept: &[(usize, f32)], boxes: Tensor<B, 2>) -> SoftNmsOutput<B> {
     let device = boxes.device();
     let index: Vec<usize> = kept.iter().map(|&(i, _)| i).collect();
     let indices = index_tensor::<B>(&index, &device);
