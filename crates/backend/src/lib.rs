@@ -19,6 +19,7 @@ pub mod fused;
 mod macros;
 mod overrides;
 pub mod routes;
+pub mod swin_window;
 pub mod trace;
 
 use burn::tensor::backend::{

@@ -7,6 +7,9 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Distribution, Shape, Tensor, TensorData, TensorPrimitive};
+use burnacc_backend::swin_window::{
+    cyclic_shift, relative_position_index, shifted_window_mask, window_partition, window_reverse,
+};
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, DropoutSeed};
 use burnacc_kernels::gelu::{
     GeluKernel, bias_gelu_backward_reference, bias_gelu_reference, quick_gelu_backward_reference,
@@ -23,9 +26,6 @@ use burnacc_kernels::swin_attention::{
     SwinAttentionKernel, window_softmax_backward_reference, window_softmax_reference,
 };
 use burnacc_kernels::window_process::{WindowGeometry, WindowProcessKernel};
-use burnacc_models::swin::{
-    cyclic_shift, relative_position_index, shifted_window_mask, window_partition, window_reverse,
-};
 
 use crate::cases::{Case, Sizes, SwinStage};
 use crate::timing::{Sync, Timer};
