@@ -13,10 +13,11 @@
 //! approximates). Against them PyTorch's own float32 gradients are off by up to 3.1e-4 of a
 //! tensor's scale on the ResNet (train-mode batch norm over few channels, ReLU kinks), 2.1e-4 on
 //! BERT-large's structure at width 16, 4.9e-5 on BERT-base's and 1.3e-6 on Swin (the fixture's
-//! `stats`). A gradient passes within [`TOLERANCE`] or within twice PyTorch's own error,
-//! whichever is larger. Gradients below 1e-3 of the model's largest are compared against that
-//! floor: BERT's key bias has a zero gradient in exact arithmetic (softmax ignores a constant
-//! added to every score), so its values are rounding noise.
+//! `stats`). A gradient passes within [`PYTORCH_FIXTURE_F32`] or within twice PyTorch's own
+//! error, whichever is larger. Gradients below [`GRADIENT_SCALE_FLOOR`] (1e-3) of the model's
+//! largest are compared against that floor: BERT's key bias has a zero gradient in exact
+//! arithmetic (softmax ignores a constant added to every score), so its values are rounding
+//! noise.
 
 use burn::backend::{Autodiff, Flex, Wgpu};
 use burn::module::{AutodiffModule, Module, ModuleMapper, Param};
@@ -31,14 +32,9 @@ use burnacc_models::{
     load_torchvision_resnet, reference_state_dict,
 };
 
+use burnacc_tests::tolerance::{GRADIENT_SCALE_FLOOR, PYTORCH_FIXTURE_F32};
+
 use crate::fixture::{Fixture, fixture_path, relative_error};
-
-/// Bound on every compared tensor, relative to its largest magnitude (see the module notes for
-/// gradients).
-const TOLERANCE: f64 = 1e-4;
-
-/// Gradients are compared against at least this fraction of the model's largest gradient.
-const GRADIENT_FLOOR: f64 = 1e-3;
 
 const SCRIPT: &str = "record_grad_fixtures.py";
 
@@ -92,7 +88,7 @@ where
     let close = |what: &str, got: &[f32], expected: &[f32]| {
         let error = relative_error(got, expected, 0.0);
         assert!(
-            error <= TOLERANCE,
+            error <= PYTORCH_FIXTURE_F32,
             "{name}: {what}: relative error {error:.2e}"
         );
     };
@@ -128,14 +124,14 @@ where
     let mut errors: Vec<(f64, &String)> = ours
         .iter()
         .map(|(key, got)| {
-            let error = relative_error(got, expected(key), GRADIENT_FLOOR * largest);
+            let error = relative_error(got, expected(key), GRADIENT_SCALE_FLOOR * largest);
             (error, key)
         })
         .collect();
     errors.sort_by(|a, b| b.0.total_cmp(&a.0));
     let stats: serde_json::Value = serde_json::from_str(&f.metadata["stats"]).unwrap();
     let torch_error = stats["torch_f32_error"].as_f64().unwrap();
-    let bound = TOLERANCE.max(2.0 * torch_error);
+    let bound = PYTORCH_FIXTURE_F32.max(2.0 * torch_error);
     eprintln!(
         "{name}: {} gradients, worst {:.2e} ({}); PyTorch f32: {torch_error:.2e}; bound {bound:.2e}",
         ours.len(),

@@ -11,14 +11,12 @@ use burn::backend::flex::FlexDevice;
 use burn::tensor::{Int, Tensor, TensorData};
 use burnacc_datasets::text::{MiniLmFiles, fetched_or_skip, minilm_present, text_data_dir};
 use burnacc_models::bert::{BertConfig, BertInput, BertModel, load_bert_model};
+use burnacc_tests::tolerance::PYTORCH_FIXTURE_F32;
 use safetensors::SafeTensors;
 use safetensors::tensor::Dtype;
 use std::path::PathBuf;
 
 type B = Flex;
-
-/// Relative bound of the issue: max |Burn − PyTorch| over real tokens ≤ 1e-4 · max |PyTorch|.
-const MAX_RELATIVE_ERROR: f64 = 1e-4;
 
 struct Fixture {
     input_ids: Vec<i64>,
@@ -123,8 +121,8 @@ fn imported_minilm_matches_transformers_on_real_tokens() {
         real.len()
     );
     assert!(
-        diff <= MAX_RELATIVE_ERROR * scale,
-        "max |diff| {diff} > {MAX_RELATIVE_ERROR} × {scale}"
+        diff <= PYTORCH_FIXTURE_F32 * scale,
+        "max |diff| {diff} > {PYTORCH_FIXTURE_F32} × {scale}"
     );
 
     let got: Vec<f32> = pooled.into_data().to_vec().unwrap();
@@ -136,8 +134,8 @@ fn imported_minilm_matches_transformers_on_real_tokens() {
     let scale = max_abs(f.pooler_output.iter().map(|v| *v as f64));
     eprintln!("pooler_output: max |diff| {diff:.3e}, max |ref| {scale:.3}");
     assert!(
-        diff <= MAX_RELATIVE_ERROR * scale,
-        "pooler max |diff| {diff} > {MAX_RELATIVE_ERROR} × {scale}"
+        diff <= PYTORCH_FIXTURE_F32 * scale,
+        "pooler max |diff| {diff} > {PYTORCH_FIXTURE_F32} × {scale}"
     );
 }
 

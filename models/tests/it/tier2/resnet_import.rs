@@ -15,6 +15,8 @@ use burnacc_models::{
     ResNet, ResNetConfig, load_torchvision_resnet, load_torchvision_resnet_backbone,
 };
 
+use burnacc_tests::tolerance::PYTORCH_FIXTURE_F32;
+
 use crate::fixture::{Fixture, fixture_path};
 
 const FIXTURES: [&str; 2] = ["resnet18_w8", "resnet50_w4"];
@@ -47,7 +49,7 @@ fn matches_torchvision<B: Backend>(name: &str, backend: &str) {
     let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert!(
-            (g - e).abs() <= 1e-4 * scale,
+            (g - e).abs() <= PYTORCH_FIXTURE_F32 as f32 * scale,
             "{name} on {backend}: logit {i}: {g} vs torchvision {e} (scale {scale})"
         );
     }

@@ -19,17 +19,11 @@ use burnacc_models::swin::{
     load_timm_swin_backbone, window_partition, window_reverse,
 };
 use burnacc_models::{named_tensors, num_trainable_params, torch_key};
+use burnacc_tests::tolerance::{PYTORCH_FIXTURE_F32, TIMM_SWIN_LOGITS_ABS};
 
 use crate::fixture::{Fixture, fixture_path};
 
 type F = Flex;
-
-/// Bound of the issue on |Burn − timm| for the logits (f32, about 20 matmuls and softmaxes
-/// deep). Measured on Flex and NdArray (logits up to 2.9 in magnitude): ≤ 1.1e-6; stage
-/// outputs (up to 7.4): ≤ 5.2e-6 (see the `eprintln!` output).
-const MAX_LOGITS_ERROR: f64 = 1e-4;
-/// Bound on the stage outputs relative to their largest magnitude (the same reductions).
-const MAX_STAGE_RELATIVE_ERROR: f64 = 1e-4;
 
 const FIXTURES: [&str; 2] = ["swin_w7_56px", "swin_w4_36px"];
 
@@ -305,8 +299,8 @@ fn check_parity<B: Backend>(name: &str, backend: &str) {
         let scale = max_abs(expected);
         eprintln!("{name} [{backend}] {key}: max |diff| {diff:.3e}, max |ref| {scale:.3}");
         assert!(
-            diff <= MAX_STAGE_RELATIVE_ERROR * scale,
-            "{name} {key}: max |diff| {diff:e} > {MAX_STAGE_RELATIVE_ERROR} × {scale}"
+            diff <= PYTORCH_FIXTURE_F32 * scale,
+            "{name} {key}: max |diff| {diff:e} > {PYTORCH_FIXTURE_F32} × {scale}"
         );
     }
 
@@ -318,8 +312,8 @@ fn check_parity<B: Backend>(name: &str, backend: &str) {
         max_abs(expected)
     );
     assert!(
-        diff <= MAX_LOGITS_ERROR,
-        "{name}: max |diff| {diff:e} > {MAX_LOGITS_ERROR}"
+        diff <= TIMM_SWIN_LOGITS_ABS,
+        "{name}: max |diff| {diff:e} > {TIMM_SWIN_LOGITS_ABS}"
     );
 }
 

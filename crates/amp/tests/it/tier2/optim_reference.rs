@@ -13,10 +13,9 @@ use crate::common::*;
 use burn::optim::Optimizer;
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{Adam, AdamConfig, Sgd, SgdConfig, SyncFreeOptimizer, WeightDecayMode};
+use burnacc_tests::tolerance::{SYNC_FREE_OPTIMIZER_F32, SYNC_FREE_OPTIMIZER_F32_SECOND_MOMENT};
 
 const STEPS: usize = 6;
-const RTOL: f64 = 1e-5;
-const ATOL: f64 = 1e-7;
 
 /// The learning rate of step `t` (0-based): changes every step.
 fn lr(base: f64, t: usize) -> f64 {
@@ -125,7 +124,13 @@ impl Reference {
 /// Compares the model's parameters with the reference's.
 fn check_params<B: AutodiffBackend>(model: &Mlp<B>, reference: &Reference, what: &str) {
     for (k, (actual, expected)) in params(model).iter().zip(&reference.params).enumerate() {
-        assert_close(actual, expected, RTOL, ATOL, &format!("{what}: param {k}"));
+        assert_close(
+            actual,
+            expected,
+            SYNC_FREE_OPTIMIZER_F32.rel,
+            SYNC_FREE_OPTIMIZER_F32.abs,
+            &format!("{what}: param {k}"),
+        );
     }
 }
 
@@ -168,8 +173,8 @@ fn run_sgd<B: AutodiffBackend>(config: SgdConfig, base_lr: f64, name: &str) {
                     assert_close(
                         &actual,
                         buf,
-                        RTOL,
-                        ATOL,
+                        SYNC_FREE_OPTIMIZER_F32.rel,
+                        SYNC_FREE_OPTIMIZER_F32.abs,
                         &format!("{what}: momentum buffer {k}"),
                     );
                 }
@@ -212,16 +217,16 @@ fn run_adam<B: AutodiffBackend>(config: AdamConfig, base_lr: f64, name: &str) {
             assert_close(
                 &m,
                 &reference.exp_avg[k],
-                RTOL,
-                ATOL,
+                SYNC_FREE_OPTIMIZER_F32.rel,
+                SYNC_FREE_OPTIMIZER_F32.abs,
                 &format!("{what}: exp_avg {k}"),
             );
             // v is O(g^2 (1 - beta2)) ~ 1e-4: an absolute floor scaled to it.
             assert_close(
                 &v,
                 &reference.exp_avg_sq[k],
-                RTOL,
-                1e-12,
+                SYNC_FREE_OPTIMIZER_F32_SECOND_MOMENT.rel,
+                SYNC_FREE_OPTIMIZER_F32_SECOND_MOMENT.abs,
                 &format!("{what}: exp_avg_sq {k}"),
             );
         }
@@ -351,8 +356,8 @@ fn against_burn<B, O>(
             assert_close_f32(
                 pa,
                 &pb,
-                RTOL,
-                ATOL,
+                SYNC_FREE_OPTIMIZER_F32.rel,
+                SYNC_FREE_OPTIMIZER_F32.abs,
                 &format!("{name} vs Burn, step {}: param {k}", t + 1),
             );
         }

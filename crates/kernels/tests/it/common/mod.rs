@@ -1,5 +1,5 @@
-//! What the LayerNorm kernel tests share: deterministic cases, tolerances and the relative
-//! error against the f64 reference.
+//! What the LayerNorm kernel tests share: deterministic cases, the LayerNorm epsilon and the
+//! relative error against the f64 reference (the bounds are `burnacc_tests::tolerance`'s).
 
 #![allow(dead_code)] // each test file uses part of it
 
@@ -9,8 +9,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub const EPS: f64 = 1e-5;
-pub const F32_FORWARD_TOL: f64 = 1e-5;
-pub const F32_GRAD_TOL: f64 = 1e-4;
 
 /// Deterministic inputs of one case, as f32 values (exactly representable in f64 too).
 pub struct Case {

@@ -23,9 +23,9 @@ use rand::{Rng, SeedableRng};
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Ref = NdArray<f64>;
 
-const F16_TOL: f64 = 1e-2;
+use burnacc_tests::tolerance::{FUSED_F16_STORAGE, FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
 
-use crate::common::{F32_FORWARD_TOL, F32_GRAD_TOL, prim, rel_err, wrap};
+use crate::common::{prim, rel_err, wrap};
 
 /// The seed tensor of a host `u64` on `device`, as the trait methods take it.
 fn seed_prim<B: Backend>(seed: u64, device: &B::Device) -> Option<IntTensor<B>> {
@@ -166,9 +166,9 @@ fn check_f32<const D: usize>(dims: [usize; D], seed: u64) {
                 "f32 {dims:?} p {p} bias {with_bias}: y {y:.2e}, dx {dx:.2e}, dbias {dbias:.2e}"
             );
             let what = format!("{dims:?} p {p} bias {with_bias}");
-            assert!(y <= F32_FORWARD_TOL, "{what}: forward error {y:e}");
-            assert!(dx <= F32_FORWARD_TOL, "{what}: dx error {dx:e}");
-            assert!(dbias <= F32_GRAD_TOL, "{what}: dbias error {dbias:e}");
+            assert!(y <= FUSED_F32_FORWARD, "{what}: forward error {y:e}");
+            assert!(dx <= FUSED_F32_FORWARD, "{what}: dx error {dx:e}");
+            assert!(dbias <= FUSED_F32_GRADIENT, "{what}: dbias error {dbias:e}");
         }
     }
 }
@@ -220,7 +220,10 @@ fn fused_f16_storage() {
                 "f16 {dims:?} p {p} bias {with_bias}: y {y:.2e}, dx {dx:.2e}, dbias {dbias:.2e}"
             );
             for (name, err) in [("y", y), ("dx", dx), ("dbias", dbias)] {
-                assert!(err <= F16_TOL, "f16 {dims:?} p {p}: {name} error {err:e}");
+                assert!(
+                    err <= FUSED_F16_STORAGE,
+                    "f16 {dims:?} p {p}: {name} error {err:e}"
+                );
             }
         }
     }
@@ -266,8 +269,8 @@ fn fused_f32_strided_inputs() {
         "f32 strided [5, 48]: y {:.2e}, dx {:.2e}, dbias {:.2e}",
         errs[0], errs[1], errs[2]
     );
-    assert!(errs[0] <= F32_FORWARD_TOL && errs[1] <= F32_FORWARD_TOL);
-    assert!(errs[2] <= F32_GRAD_TOL);
+    assert!(errs[0] <= FUSED_F32_FORWARD && errs[1] <= FUSED_F32_FORWARD);
+    assert!(errs[2] <= FUSED_F32_GRADIENT);
 }
 
 /// An empty batch launches nothing, keeps its shape, and yields a zero bias gradient.
@@ -420,7 +423,7 @@ fn inference_form_has_no_dropout() {
     let (rx, rbias, rresidual, _) = case.inputs::<Ref, 2>(&cpu);
     let expected = rresidual + rx + rbias.unsqueeze::<2>();
     let err = rel_err(y.into_data(), expected.into_data());
-    assert!(err <= F32_FORWARD_TOL, "inference error {err:e}");
+    assert!(err <= FUSED_F32_FORWARD, "inference error {err:e}");
 }
 
 /// The CPU backends take the reference path through the same API: NdArray exactly, Flex with
@@ -461,7 +464,7 @@ fn fallback_path_matches_reference() {
     );
     assert_eq!(y.dtype(), DType::F16);
     let err = rel_err(y.into_data(), expected.into_data());
-    assert!(err <= F16_TOL, "Flex f16 forward error {err:e}");
+    assert!(err <= FUSED_F16_STORAGE, "Flex f16 forward error {err:e}");
     let (dx, _) = Flex::fused_bias_dropout_add_backward(
         prim(half(grad)),
         p,
@@ -469,7 +472,7 @@ fn fallback_path_matches_reference() {
         true,
     );
     let err = rel_err(wrap::<Flex, 2>(dx).into_data(), rdx.into_data());
-    assert!(err <= F16_TOL, "Flex f16 dx error {err:e}");
+    assert!(err <= FUSED_F16_STORAGE, "Flex f16 dx error {err:e}");
 }
 
 /// Central finite differences of `L = Σ y · w` (so `grad_out = w`) through the reference

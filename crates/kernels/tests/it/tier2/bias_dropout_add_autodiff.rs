@@ -26,7 +26,9 @@ type Wgpu = burn::backend::Wgpu;
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Ref = NdArray<f64>;
 
-use crate::common::{F32_FORWARD_TOL, F32_GRAD_TOL, prim, rel_err, wrap};
+use burnacc_tests::tolerance::{FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
+
+use crate::common::{prim, rel_err, wrap};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -167,14 +169,26 @@ fn compare(what: &str, actual: [TensorData; 4], expected: [TensorData; 4]) -> [f
         "{what}: y {:.2e}, dx {:.2e}, d_residual {:.2e}, dbias {:.2e}",
         errs[0], errs[1], errs[2], errs[3]
     );
-    assert!(errs[0] <= F32_FORWARD_TOL, "{what}: y error {:e}", errs[0]);
-    assert!(errs[1] <= F32_FORWARD_TOL, "{what}: dx error {:e}", errs[1]);
+    assert!(
+        errs[0] <= FUSED_F32_FORWARD,
+        "{what}: y error {:e}",
+        errs[0]
+    );
+    assert!(
+        errs[1] <= FUSED_F32_FORWARD,
+        "{what}: dx error {:e}",
+        errs[1]
+    );
     assert!(
         errs[2] == 0.0,
         "{what}: d_residual is dy itself, error {:e}",
         errs[2]
     );
-    assert!(errs[3] <= F32_GRAD_TOL, "{what}: dbias error {:e}", errs[3]);
+    assert!(
+        errs[3] <= FUSED_F32_GRADIENT,
+        "{what}: dbias error {:e}",
+        errs[3]
+    );
     errs
 }
 
@@ -293,7 +307,7 @@ fn autodiff_partially_tracked_inputs() {
     let y = bias_dropout_add(x, Some(bias.clone()), residual, p, seed);
     let grads = (y * w.clone()).sum().backward();
     let err = rel_err(bias.grad(&grads).unwrap().into_data(), dbias);
-    assert!(err <= F32_GRAD_TOL, "bias-only dbias error {err:e}");
+    assert!(err <= FUSED_F32_GRADIENT, "bias-only dbias error {err:e}");
 
     // Only x and the residual are tracked; the bias is a constant.
     let x = tensor::<Ad, 2>(&case.x, case.dims, &device).require_grad();
@@ -302,7 +316,7 @@ fn autodiff_partially_tracked_inputs() {
     let y = bias_dropout_add(x.clone(), Some(bias), residual.clone(), p, seed);
     let grads = (y * w.clone()).sum().backward();
     let err = rel_err(x.grad(&grads).unwrap().into_data(), dx);
-    assert!(err <= F32_FORWARD_TOL, "dx error {err:e}");
+    assert!(err <= FUSED_F32_FORWARD, "dx error {err:e}");
     let err = rel_err(residual.grad(&grads).unwrap().into_data(), dres.clone());
     assert!(err == 0.0, "d_residual error {err:e}");
 
@@ -392,7 +406,7 @@ fn fusion_between_element_wise_ops() {
         (rresidual + (rx + rbias.unsqueeze::<2>()) * keep * (1.0 / (1.0 - p))) * 3.0 + 0.5;
     let err = rel_err(y, expected.into_data());
     println!("fusion [9, 130] between element-wise ops: y {err:.2e}");
-    assert!(err <= F32_FORWARD_TOL, "forward error {err:e}");
+    assert!(err <= FUSED_F32_FORWARD, "forward error {err:e}");
 }
 
 /// Held by the tests that draw from the backend generator (process-wide), so that no other

@@ -24,12 +24,11 @@ use burnacc_backend::Acc;
 use burnacc_kernels::dcn::{
     DcnError, DcnKernel, DeformConv2dPackConfig, backward_launches, deform_conv2d,
 };
+use burnacc_tests::tolerance::PYTORCH_FIXTURE_F32;
 use safetensors::SafeTensors;
 use safetensors::tensor::Dtype;
 
 const CASES: [&str; 4] = ["v1_basic", "v2_basic", "v2_strided", "v2_dilated"];
-/// Largest distance from torchvision's float64 values, relative to the largest of them.
-const TOLERANCE: f64 = 1e-4;
 const ALL_GRADIENTS: [&str; 5] = ["x", "offset", "mask", "weight", "bias"];
 
 struct Fixture {
@@ -141,7 +140,9 @@ fn matches_torchvision<B: AutodiffBackend + DcnKernel>(device: &B::Device, check
         failures.extend(
             distances
                 .into_iter()
-                .filter(|&(name, d)| (name == "out" || checked.contains(&name)) && d > TOLERANCE)
+                .filter(|&(name, d)| {
+                    (name == "out" || checked.contains(&name)) && d > PYTORCH_FIXTURE_F32
+                })
                 .map(|(name, d)| format!("{case} {name}: {d:.2e}")),
         );
     }

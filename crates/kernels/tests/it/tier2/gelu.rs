@@ -20,14 +20,9 @@ use rand::{Rng, SeedableRng};
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Ref = NdArray<f64>;
 
-use crate::common::{prim, rel_err, wrap};
+use burnacc_tests::tolerance::{FUSED_ELEMENTWISE_F16, FUSED_ELEMENTWISE_F32};
 
-/// f32 storage: the kernels compute in f32, so the error is a few f32 roundings (and the
-/// `erf` polyfill's 1.5e-7) relative to the largest value.
-const F32_TOL: f64 = 2e-6;
-/// f16 storage, against a reference fed the same f16-rounded inputs: one f16 rounding of the
-/// output (2⁻¹¹ relative) dominates.
-const F16_TOL: f64 = 2e-3;
+use crate::common::{prim, rel_err, wrap};
 
 fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -194,41 +189,41 @@ fn check<const D: usize>(dims: [usize; D], seed: u64, dtype: DType, tol: f64) {
 
 #[test]
 fn fused_f32_1x7() {
-    check([1, 7], 1, DType::F32, F32_TOL);
+    check([1, 7], 1, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 #[test]
 fn fused_f32_6x10() {
     // width 10: vectors of 2.
-    check([6, 10], 2, DType::F32, F32_TOL);
+    check([6, 10], 2, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 #[test]
 fn fused_f32_3x768() {
-    check([3, 768], 3, DType::F32, F32_TOL);
+    check([3, 768], 3, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 #[test]
 fn fused_f32_5x1023() {
     // Odd width: scalar path.
-    check([5, 1023], 4, DType::F32, F32_TOL);
+    check([5, 1023], 4, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 #[test]
 fn fused_f32_2x3x1024() {
-    check([2, 3, 1024], 5, DType::F32, F32_TOL);
+    check([2, 3, 1024], 5, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 /// Many short rows: the dbias reduction runs with many row blocks.
 #[test]
 fn fused_f32_4097x7() {
-    check([4097, 7], 6, DType::F32, F32_TOL);
+    check([4097, 7], 6, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 /// Many rows of a vectorized width: many row blocks and several column cubes.
 #[test]
 fn fused_f32_600x1032() {
-    check([600, 1032], 7, DType::F32, F32_TOL);
+    check([600, 1032], 7, DType::F32, FUSED_ELEMENTWISE_F32);
 }
 
 /// f16 storage (computation still in f32), on devices that support f16.
@@ -239,9 +234,9 @@ fn fused_f16_storage() {
         println!("f16 storage: not supported by this device, skipped");
         return;
     }
-    check([7, 33], 11, DType::F16, F16_TOL);
-    check([3, 768], 12, DType::F16, F16_TOL);
-    check([4097, 8], 13, DType::F16, F16_TOL);
+    check([7, 33], 11, DType::F16, FUSED_ELEMENTWISE_F16);
+    check([3, 768], 12, DType::F16, FUSED_ELEMENTWISE_F16);
+    check([4097, 8], 13, DType::F16, FUSED_ELEMENTWISE_F16);
 }
 
 /// bf16 storage, on devices that support it.
@@ -330,7 +325,10 @@ fn fused_f32_strided_inputs() {
             errs[0], errs[1], errs[2], errs[3], errs[4]
         );
         for err in errs {
-            assert!(err <= F32_TOL, "strided ({name}): error {err:e}");
+            assert!(
+                err <= FUSED_ELEMENTWISE_F32,
+                "strided ({name}): error {err:e}"
+            );
         }
     }
 }

@@ -22,10 +22,9 @@ use rand::{Rng, SeedableRng};
 type Wgpu = burn::backend::Wgpu;
 type Ref = NdArray<f64>;
 
-use crate::common::{prim, rel_err, wrap};
+use burnacc_tests::tolerance::FUSED_ELEMENTWISE_F32;
 
-/// f32 kernels against the f64 reference (see tests/gelu.rs for the per-shape measurements).
-const F32_TOL: f64 = 2e-6;
+use crate::common::{prim, rel_err, wrap};
 
 fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -136,7 +135,10 @@ fn check_fusion<const D: usize>(dims: [usize; D], seed: u64) {
         .collect();
     println!("fusion f32 {dims:?}: {}", report.join(", "));
     for (name, err) in names.iter().zip(errs) {
-        assert!(err <= F32_TOL, "{dims:?}: {name} error {err:e}");
+        assert!(
+            err <= FUSED_ELEMENTWISE_F32,
+            "{dims:?}: {name} error {err:e}"
+        );
     }
 }
 
@@ -177,7 +179,7 @@ fn fusion_between_element_wise_ops() {
         errs[0], errs[1]
     );
     for err in errs {
-        assert!(err <= F32_TOL, "error {err:e}");
+        assert!(err <= FUSED_ELEMENTWISE_F32, "error {err:e}");
     }
 }
 
@@ -232,7 +234,7 @@ fn autodiff_fusion_quick_gelu() {
         errs[0] <= 1e-5 && errs[1] <= 1e-5,
         "vs Burn's ops: {errs:?}"
     );
-    assert!(errs[2] <= F32_TOL, "vs reference: {errs:?}");
+    assert!(errs[2] <= FUSED_ELEMENTWISE_F32, "vs reference: {errs:?}");
 }
 
 /// `Autodiff<Wgpu>`, `loss = Σ bias_gelu(x, bias) · w`: the fused gradients of `x` and `bias`
@@ -304,7 +306,7 @@ fn autodiff_fusion_bias_gelu() {
         "vs Burn's gelu: {burn_errs:?}"
     );
     for err in ref_errs {
-        assert!(err <= F32_TOL, "vs reference: {ref_errs:?}");
+        assert!(err <= FUSED_ELEMENTWISE_F32, "vs reference: {ref_errs:?}");
     }
 }
 
@@ -333,7 +335,7 @@ fn autodiff_fusion_gelu_without_bias() {
     );
     let err = rel_err(dx, rdx.into_data());
     println!("autodiff fusion gelu (no bias) {dims:?}: dx {err:.2e}");
-    assert!(err <= F32_TOL, "dx error {err:e}");
+    assert!(err <= FUSED_ELEMENTWISE_F32, "dx error {err:e}");
 }
 
 /// On a CPU backend the nodes' backwards are the reference backwards; they must agree with
@@ -418,7 +420,7 @@ fn autodiff_fusion_bias_gelu_constant_bias() {
     );
     let err = rel_err(dx, rdx.into_data());
     println!("autodiff fusion bias_gelu, constant bias {dims:?}: dx {err:.2e}");
-    assert!(err <= F32_TOL, "dx error {err:e}");
+    assert!(err <= FUSED_ELEMENTWISE_F32, "dx error {err:e}");
 }
 
 /// One tensor passed as two inputs of a backward (`x` as its own `grad_out`): fusion hands the
@@ -451,6 +453,6 @@ fn fusion_backward_with_aliased_inputs() {
         errs[0], errs[1], errs[2]
     );
     for err in errs {
-        assert!(err <= F32_TOL, "error {err:e}");
+        assert!(err <= FUSED_ELEMENTWISE_F32, "error {err:e}");
     }
 }

@@ -17,6 +17,8 @@ use burnacc_kernels::layer_norm::{
 type Wgpu = burn::backend::Wgpu;
 type Ref = NdArray<f64>;
 
+use burnacc_tests::tolerance::{FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
+
 use crate::common::*;
 
 /// Forward and backward on `Wgpu` through the trait methods, checked against the reference;
@@ -83,12 +85,12 @@ fn check_fusion<const D: usize>(dims: [usize; D], seed: u64) {
         errs[0], errs[1], errs[2], errs[3]
     );
     assert!(
-        errs[0] <= F32_FORWARD_TOL,
+        errs[0] <= FUSED_F32_FORWARD,
         "{dims:?}: forward error {:e}",
         errs[0]
     );
     for (name, err) in ["dx", "dgamma", "dbeta"].iter().zip(&errs[1..]) {
-        assert!(*err <= F32_GRAD_TOL, "{dims:?}: {name} error {err:e}");
+        assert!(*err <= FUSED_F32_GRADIENT, "{dims:?}: {name} error {err:e}");
     }
 }
 
@@ -127,7 +129,7 @@ fn fusion_between_element_wise_ops() {
     let expected = layer_norm_reference(rx * 2.0 - 1.0, rgamma, rbeta, EPS) * 3.0 + 0.5;
     let err = rel_err(y, expected.into_data());
     println!("fusion f32 [9, 130] between element-wise ops: y {err:.2e}");
-    assert!(err <= F32_FORWARD_TOL, "forward error {err:e}");
+    assert!(err <= FUSED_F32_FORWARD, "forward error {err:e}");
 }
 
 /// `Autodiff<Wgpu>`: `loss = Σ layer_norm(x, γ, β) · w`; the gradients of `x`, `γ`, `β` come
@@ -173,7 +175,7 @@ fn autodiff_fusion_matches_reference() {
         errs[0], errs[1], errs[2]
     );
     for (name, err) in ["dx", "dgamma", "dbeta"].iter().zip(errs) {
-        assert!(err <= F32_GRAD_TOL, "{name} error {err:e}");
+        assert!(err <= FUSED_F32_GRADIENT, "{name} error {err:e}");
     }
 }
 
@@ -202,6 +204,6 @@ fn fusion_backward_with_aliased_inputs() {
         errs[0], errs[1], errs[2]
     );
     for (name, err) in ["dx", "dgamma", "dbeta"].iter().zip(errs) {
-        assert!(err <= F32_GRAD_TOL, "{name} error {err:e}");
+        assert!(err <= FUSED_F32_GRADIENT, "{name} error {err:e}");
     }
 }

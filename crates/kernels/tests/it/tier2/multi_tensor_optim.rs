@@ -16,6 +16,7 @@ use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, MultiTensorOptim, SgdGroup, SgdHyper, multi_tensor_adam_launches,
     multi_tensor_sgd_launches,
 };
+use burnacc_tests::tolerance::FUSED_OPTIMIZER_F32;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -373,13 +374,10 @@ fn check_sgd<B: MultiTensorOptim>(backend: &str, tolerance: f64) {
     }
 }
 
-/// f32 arithmetic against f64: a few ulps of the update.
-const TOL: f64 = 1e-5;
-
 #[test]
 fn cube_adam_matches_reference_and_launches_in_chunks() {
     let before = multi_tensor_adam_launches();
-    check_adam::<Cube>("CubeBackend<wgpu>", TOL);
+    check_adam::<Cube>("CubeBackend<wgpu>", FUSED_OPTIMIZER_F32);
     check_adam_skip::<Cube>();
     // 6 groups of 30 tensors: at least 2 launches each.
     let launches = multi_tensor_adam_launches() - before;
@@ -392,7 +390,7 @@ fn cube_adam_matches_reference_and_launches_in_chunks() {
 #[test]
 fn cube_sgd_matches_reference() {
     let before = multi_tensor_sgd_launches();
-    check_sgd::<Cube>("CubeBackend<wgpu>", TOL);
+    check_sgd::<Cube>("CubeBackend<wgpu>", FUSED_OPTIMIZER_F32);
     assert!(
         multi_tensor_sgd_launches() > before,
         "the fused SGD did not launch"
@@ -402,9 +400,9 @@ fn cube_sgd_matches_reference() {
 #[test]
 fn fusion_custom_op_matches_reference() {
     let (adam_before, sgd_before) = (multi_tensor_adam_launches(), multi_tensor_sgd_launches());
-    check_adam::<Wgpu>("Fusion<wgpu>", TOL);
+    check_adam::<Wgpu>("Fusion<wgpu>", FUSED_OPTIMIZER_F32);
     check_adam_skip::<Wgpu>();
-    check_sgd::<Wgpu>("Fusion<wgpu>", TOL);
+    check_sgd::<Wgpu>("Fusion<wgpu>", FUSED_OPTIMIZER_F32);
     assert!(
         multi_tensor_adam_launches() > adam_before,
         "the fused Adam did not launch"
@@ -418,9 +416,9 @@ fn fusion_custom_op_matches_reference() {
 #[test]
 fn flex_loop_matches_reference() {
     let (adam_before, sgd_before) = (multi_tensor_adam_launches(), multi_tensor_sgd_launches());
-    check_adam::<Flex>("Flex", TOL);
+    check_adam::<Flex>("Flex", FUSED_OPTIMIZER_F32);
     check_adam_skip::<Flex>();
-    check_sgd::<Flex>("Flex", TOL);
+    check_sgd::<Flex>("Flex", FUSED_OPTIMIZER_F32);
     assert!(
         multi_tensor_adam_launches() > adam_before,
         "the fused Adam loop did not run"

@@ -21,12 +21,9 @@ type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Wgpu = burn::backend::Wgpu;
 type Ref = NdArray<f64>;
 
-use crate::common::{prim, rel_err, wrap};
+use burnacc_tests::tolerance::{FUSED_ELEMENTWISE_F16, FUSED_ELEMENTWISE_F32};
 
-/// f32 kernels against the f64 reference: a few f32 roundings of `exp` and the sum.
-const F32_TOL: f64 = 2e-6;
-/// f16 storage against a reference fed the same f16 inputs: one f16 rounding of the output.
-const F16_TOL: f64 = 2e-3;
+use crate::common::{prim, rel_err, wrap};
 
 /// One attention geometry: `windows` windows of `window` tokens, `heads` heads, and the mask's
 /// window count (`None`: unshifted block, no mask).
@@ -264,7 +261,7 @@ fn check_cube(case: &Case, seed: u64, dtype: DType, tol: f64) {
 #[test]
 fn cube_f32_matches_reference() {
     for (i, case) in CASES.iter().enumerate() {
-        check_cube(case, i as u64, DType::F32, F32_TOL);
+        check_cube(case, i as u64, DType::F32, FUSED_ELEMENTWISE_F32);
     }
 }
 
@@ -275,7 +272,7 @@ fn cube_f16_matches_reference() {
         return;
     }
     for (i, case) in CASES.iter().enumerate().take(3) {
-        check_cube(case, 10 + i as u64, DType::F16, F16_TOL);
+        check_cube(case, 10 + i as u64, DType::F16, FUSED_ELEMENTWISE_F16);
     }
 }
 

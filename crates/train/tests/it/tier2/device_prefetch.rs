@@ -13,6 +13,7 @@ use burnacc_datasets::text::{TextBatch, TextLoader, TextLoaderConfig};
 use burnacc_datasets::{
     HostBatch, Loader, LoaderConfig, Normalize, mock_class_name, mock_file_name,
 };
+use burnacc_tests::tolerance::DEVICE_NORMALIZE_F32;
 use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::trainer::{
     BatchSource, DeviceBatches, Epochs, PixelTransfer, Upload, build_image_data,
@@ -21,10 +22,6 @@ use burnacc_train::trainer::{
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use crate::common::tiny_recipe;
-
-/// Largest distance allowed between device and host normalisation: a few ulp of the largest
-/// normalised value (|x| < 2.7 for ImageNet statistics, ulp 2.4e-7).
-const ROUNDING: f32 = 1e-6;
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
@@ -72,7 +69,10 @@ fn normalisation_equals_the_host<B: Backend>(device: &B::Device) {
         normalize_on_device::<B>(batch.pixels.clone(), batch.shape, &batch.normalize, device);
     let images: Vec<f32> = images.into_data().convert::<f32>().to_vec().unwrap();
     let diff = max_abs_diff(&images, &batch.normalized());
-    assert!(diff <= ROUNDING, "device vs host normalisation: {diff}");
+    assert!(
+        diff <= DEVICE_NORMALIZE_F32,
+        "device vs host normalisation: {diff}"
+    );
 }
 
 #[test]
@@ -159,7 +159,10 @@ fn prefetched_image_batches_equal_the_loaders() {
                 let what = format!("{workers} workers, {ahead} ahead, batch {:?}", (e.2, e.3));
                 assert_eq!((&g.1, g.2, g.3), (&e.1, e.2, e.3), "{what}");
                 let diff = max_abs_diff(&g.0, &e.0);
-                assert!(diff <= ROUNDING, "{what}: images differ by {diff}");
+                assert!(
+                    diff <= DEVICE_NORMALIZE_F32,
+                    "{what}: images differ by {diff}"
+                );
             }
         }
     }

@@ -23,15 +23,12 @@ use burnacc_models::swin::load_timm_swin;
 use burnacc_models::{
     BertForSequenceClassification, ResNet, SwinTransformer, load_torchvision_resnet,
 };
+use burnacc_tests::tolerance::BF16_AUTOCAST_LOGITS;
 use burnacc_train::stack::CpuAccBackend;
 
 use crate::fixture::{Fixture, fixture_path, relative_error};
 
 type B = CpuAccBackend;
-
-/// Bound on the logits' distance from the exact ones, relative to their scale (or three times
-/// PyTorch's own, when larger).
-const BF16_TOLERANCE: f64 = 2e-2;
 
 const SCRIPT: &str = "record_grad_fixtures.py";
 
@@ -56,7 +53,7 @@ fn check(f: &Fixture, logits: Tensor<B, 2>) {
          {torch_from_exact:.2e}",
         f.name, f.metadata["bf16_mode"]
     );
-    let bound = BF16_TOLERANCE.max(3.0 * torch_from_exact);
+    let bound = BF16_AUTOCAST_LOGITS.max(3.0 * torch_from_exact);
     assert!(
         ours_from_exact <= bound,
         "{}: bf16 logits {ours_from_exact:.2e} from exact (bound {bound:.2e})",
