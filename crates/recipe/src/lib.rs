@@ -12,6 +12,7 @@ mod byte_size;
 mod device;
 mod error;
 mod load;
+mod model;
 mod resume_keys;
 mod schedule;
 mod schema;
@@ -23,6 +24,10 @@ pub use byte_size::parse_byte_size;
 pub use device::{DeviceSpec, Mode};
 pub use error::RecipeError;
 pub use load::{apply_set, load_recipe, parse_recipe, recipe_toml};
+pub use model::{
+    BertKeys, FamilyKeys, HiddenActName, ModelFamilyName, ModelName, ModelSection, ResNetKeys,
+    SwinKeys,
+};
 pub use resume_keys::{KeyChange, training_key_changes};
 pub use schedule::learning_rate;
 pub use schema::*;

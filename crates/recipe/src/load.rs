@@ -53,9 +53,17 @@ pub fn parse_recipe(text: &str, file: &Path, sets: &[String]) -> Result<Recipe, 
                 .next()
                 .unwrap_or_default()
                 .to_owned();
+            // `[model]` reads its keys itself and names the key in its message.
+            let (key, message) = match message
+                .strip_prefix("key `")
+                .and_then(|rest| rest.split_once("`: "))
+            {
+                Some((key, rest)) => (key.to_owned(), rest.to_owned()),
+                None => (key_of(&e.path().to_string(), &message), message),
+            };
             RecipeError::Key {
                 file: file.to_owned(),
-                key: key_of(&e.path().to_string(), &message),
+                key,
                 message,
             }
         })?;

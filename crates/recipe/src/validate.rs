@@ -5,7 +5,10 @@ use super::{DatasetKind, OptimizerName, Recipe};
 /// Returns the first impossible value as (dotted key, message).
 pub(super) fn validate(r: &Recipe) -> Result<(), (&'static str, String)> {
     let positive = [
-        ("model.base_width", r.model.base_width),
+        (
+            "model.base_width",
+            r.model.resnet().map_or(1, |k| k.base_width),
+        ),
         ("data.image_size", r.data.image_size),
         ("data.workers", r.data.workers),
         ("data.prefetch", r.data.prefetch),

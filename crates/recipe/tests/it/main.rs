@@ -3,6 +3,7 @@
 
 mod tier1 {
     mod lr_schedules;
+    mod model_section;
     mod recipes;
     mod resume_keys;
 }

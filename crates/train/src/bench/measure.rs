@@ -7,23 +7,18 @@
 use super::feed::{DataFeed, Feed};
 use super::record::{BenchRecord, Status};
 use crate::memory::read_memory;
-use crate::recipe::{CheckpointMode, DatasetKind, Recipe};
+use crate::recipe::{CheckpointMode, Recipe};
 use crate::stack::route_kernels;
 use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
 use crate::trainer::median;
 use crate::trainer::{
-    BatchSource, BlockFilter, BlockProbe, ImageBatch, Stepper, Upload, bert_config,
-    bert_forward_probed, bert_forward_selected, build_image_data, build_text_data, forward_probed,
-    forward_selected, measure_blocks, model_config, plan_auto, seed_device, swin_forward_probed,
-    swin_forward_selected, swin_model_config,
+    BatchSource, BlockProbe, ClassifyCheckpointed, Data, FamilyTask, HostData, ModelFamily,
+    Stepper, Upload, measure_blocks, plan_auto, seed_device, with_family,
 };
-use anyhow::Result;
+use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
-use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
-use burnacc_datasets::text::{TextBatch, TextLoader};
-use burnacc_datasets::{HostBatch, Loader};
-use burnacc_models::BertForSequenceClassification;
 use std::time::Instant;
 
 /// Steps of one configuration: `warmup` single steps (each synchronised and timed; the first
@@ -59,12 +54,6 @@ pub struct Measure<'a> {
     pub report: &'a dyn Fn(&BenchRecord),
 }
 
-/// Text models classify into 2 labels (sentiment); image models into `model.num_classes`,
-/// else the mock ImageNet's class count.
-fn image_classes(recipe: &Recipe) -> usize {
-    recipe.model.num_classes.unwrap_or(recipe.data.mock.classes)
-}
-
 impl StackTask for Measure<'_> {
     type Output = Result<BenchRecord>;
 
@@ -80,89 +69,67 @@ impl Measure<'_> {
         // eager and fused cases). The routes hold on this thread until the case ends.
         let _routes = route_kernels(stack, &self.recipe.kernels)?;
         seed_device::<B>(&device, self.recipe.train.seed);
-        let batch = self.recipe.train.batch_size;
-        let recipe = self.recipe;
-        let ahead = recipe.data.device_prefetch;
-        if recipe.model.name.is_text() {
-            let config = bert_config(recipe);
-            let (feed, classes) = match self.data {
-                DataFeed::Synthetic => {
-                    let text = synthetic_text(batch, recipe.data.max_length, config.vocab_size, 2);
-                    (Feed::Fixed(Upload::<B>::upload(text, &device)), 2)
-                }
-                DataFeed::Real => {
-                    let data = build_text_data(recipe)?;
-                    (Feed::stream(data.train, ahead, &device), data.num_classes)
-                }
-            };
-            let model = BertForSequenceClassification::<B>::new(&config, classes, &device);
-            let first = feed.next();
-            let plan = self.plan::<B, _>(&model, stack, &device, |m, probe| {
-                bert_forward_probed(m, &first.input, probe)
-            })?;
-            self.time::<B, _, TextBatch, TextLoader>(
-                model,
+        let name = self.recipe.model.name;
+        with_family::<B, _>(
+            name,
+            MeasureFamily {
+                measure: self,
                 stack,
-                &device,
-                &feed,
-                |model, tape, batch| {
-                    let logits = match &plan {
-                        None => model.forward(&batch.input),
-                        Some(plan) => bert_forward_selected(model, &batch.input, tape, &**plan),
-                    };
-                    (logits, batch.labels)
-                },
-            )
-        } else {
-            let (feed, classes, channels) = match self.data {
-                DataFeed::Synthetic => {
-                    let channels = match recipe.data.dataset {
-                        DatasetKind::FashionMnist => 1,
-                        _ => 3,
-                    };
-                    let classes = image_classes(recipe);
-                    let size = recipe.data.image_size;
-                    let images = Tensor::<B, 4>::random(
-                        [batch, channels, size, size],
-                        Distribution::Normal(0.0, 1.0),
-                        &device,
-                    );
-                    let labels = synthetic_labels::<B>(batch, classes, &device);
-                    (
-                        Feed::Fixed(ImageBatch { images, labels }),
-                        classes,
-                        channels,
-                    )
-                }
-                DataFeed::Real => {
-                    let data = build_image_data(recipe)?;
-                    let feed = Feed::stream(data.train, ahead, &device);
-                    (feed, data.num_classes, data.channels)
-                }
-            };
-            if recipe.model.name.is_swin() {
-                let config = swin_model_config(recipe, classes, channels)?;
-                let model = config.init::<B>(&device);
-                self.time_images(
-                    model,
-                    &feed,
-                    stack,
-                    &device,
-                    swin_forward_probed,
-                    swin_forward_selected,
-                )
-            } else {
-                let model = model_config(recipe, classes, channels).init::<B>(&device);
-                self.time_images(
-                    model,
-                    &feed,
-                    stack,
-                    &device,
-                    forward_probed,
-                    forward_selected,
-                )
+                device,
+            },
+        )
+    }
+}
+
+/// A measurement waiting for its model family.
+struct MeasureFamily<'a, B: CheckpointBackend> {
+    measure: Measure<'a>,
+    stack: Stack,
+    device: B::Device,
+}
+
+impl<B: CheckpointBackend> FamilyTask<B> for MeasureFamily<'_, B> {
+    type Output = Result<BenchRecord>;
+
+    /// The family's network on synthetic or real batches, blocks checkpointed as the recipe
+    /// says, timed.
+    fn run<F: ModelFamily<B>>(self) -> Result<BenchRecord> {
+        let MeasureFamily {
+            measure,
+            stack,
+            device,
+        } = self;
+        let recipe = measure.recipe;
+        type Source<B, F> = <<F as ModelFamily<B>>::Host as HostData<B>>::Source;
+        type FamilyFeed<B, F> = Feed<B, <F as ModelFamily<B>>::Host, Source<B, F>>;
+        let (feed, classes, channels): (FamilyFeed<B, F>, usize, usize) = match measure.data {
+            DataFeed::Synthetic => {
+                let (classes, channels) = F::Host::synthetic_shape(recipe);
+                let batch = F::Host::synthetic(recipe, classes, channels, &device);
+                (Feed::Fixed(batch), classes, channels)
             }
-        }
+            DataFeed::Real => {
+                let data = Data::build(recipe)?;
+                let sources = F::Host::sources(&data)
+                    .context("the recipe's dataset does not feed its model")?;
+                let ahead = recipe.data.device_prefetch;
+                let feed = Feed::stream(sources.train, ahead, &device);
+                (feed, sources.classes, sources.channels)
+            }
+        };
+        let config = F::config(recipe, classes, channels)?;
+        let model = F::build(&config, &device);
+        let first = feed.next();
+        let plan = measure.plan::<B, _>(&model, stack, &device, |m, probe| {
+            m.classify_probed(first.clone(), probe)
+        })?;
+        measure.time(model, stack, &device, &feed, |model, tape, batch| {
+            // No plan: no block is checkpointed, which is the plain forward pass.
+            match &plan {
+                None => model.classify_checkpointed(batch, tape, &|_| false),
+                Some(plan) => model.classify_checkpointed(batch, tape, &**plan),
+            }
+        })
     }
 }
 
@@ -199,41 +166,6 @@ impl Measure<'_> {
                 Some(Box::new(move |i| plan.checkpointed[i]))
             }
         })
-    }
-
-    /// Times `model` on the image batches of `feed`; `probed` and `selected` are the model's
-    /// forward passes with a block probe and with checkpointed blocks.
-    fn time_images<B, M>(
-        self,
-        model: M,
-        feed: &Feed<B, HostBatch, Loader>,
-        stack: Stack,
-        device: &B::Device,
-        probed: fn(&M, Tensor<B, 4>, &mut dyn BlockProbe) -> Tensor<B, 2>,
-        selected: fn(&M, Tensor<B, 4>, &mut CheckpointTape<B>, BlockFilter) -> Tensor<B, 2>,
-    ) -> Result<BenchRecord>
-    where
-        B: CheckpointBackend,
-        M: AutodiffModule<B>,
-    {
-        let first = feed.next();
-        let plan = self.plan::<B, _>(&model, stack, device, |m, probe| {
-            probed(m, first.images.clone(), probe)
-        })?;
-        self.time(
-            model,
-            stack,
-            device,
-            feed,
-            |model, tape, batch: ImageBatch<B>| {
-                // No plan: no block is checkpointed, which is the plain forward pass.
-                let logits = match &plan {
-                    None => selected(model, batch.images, tape, &|_| false),
-                    Some(plan) => selected(model, batch.images, tape, &**plan),
-                };
-                (logits, batch.labels)
-            },
-        )
     }
 
     /// Warm-up steps, then timed windows of steps, each on the next batch of `feed`.
@@ -303,31 +235,4 @@ impl Measure<'_> {
         record.status = Some(Status::Ok);
         Ok(record)
     }
-}
-
-/// `batch` sequences of `seq` tokens, one sample per row, no padding: ids spread over the
-/// vocabulary, `[CLS]` at each row's start, labels alternating over `classes`.
-pub fn synthetic_text(batch: usize, seq: usize, vocab: usize, classes: usize) -> TextBatch {
-    let tokens = batch * seq;
-    TextBatch {
-        rows: batch,
-        seq_len: seq,
-        input_ids: (0..tokens)
-            .map(|i| ((i * 7919 + 101) % vocab) as i64)
-            .collect(),
-        token_type_ids: vec![0; tokens],
-        position_ids: (0..tokens).map(|i| (i % seq) as i64).collect(),
-        segment_ids: vec![1; tokens],
-        cls_index: (0..batch).map(|r| (r * seq) as i64).collect(),
-        labels: (0..batch).map(|r| (r % classes) as i64).collect(),
-    }
-}
-
-fn synthetic_labels<B: CheckpointBackend>(
-    batch: usize,
-    classes: usize,
-    device: &B::Device,
-) -> Tensor<B, 1, Int> {
-    let labels: Vec<i64> = (0..batch).map(|i| (i % classes) as i64).collect();
-    Tensor::from_data(TensorData::new(labels, [batch]), device)
 }

@@ -11,10 +11,11 @@ mod record;
 mod runner;
 mod table;
 
+pub use crate::trainer::synthetic_text;
 pub use case::{BenchCase, run_case_here};
 pub use chart::{render, write_chart};
 pub use feed::DataFeed;
-pub use measure::{Measure, StepCounts, synthetic_text};
+pub use measure::{Measure, StepCounts};
 pub use record::{BenchRecord, Status, read_records, to_json_lines};
 pub use runner::{child_main, run_case_in_child};
 pub use table::markdown_table;

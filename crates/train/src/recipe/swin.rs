@@ -5,22 +5,6 @@
 use super::{DatasetKind, ModelName, Recipe};
 use burnacc_models::swin::{SwinConfig, SwinConfigError};
 
-/// The Swin-only keys of `[model]` that are set, as dotted recipe keys.
-fn swin_keys_set(r: &Recipe) -> Vec<&'static str> {
-    let m = &r.model;
-    [
-        ("model.embed_dim", m.embed_dim.is_some()),
-        ("model.depths", m.depths.is_some()),
-        ("model.num_heads", m.num_heads.is_some()),
-        ("model.window_size", m.window_size.is_some()),
-        ("model.patch_size", m.patch_size.is_some()),
-        ("model.drop_path_rate", m.drop_path_rate.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(key, set)| set.then_some(key))
-    .collect()
-}
-
 /// The Swin Transformer `r` describes, for `num_classes` outputs and `in_chans` input channels
 /// at `data.image_size`: the preset of `model.name` with the recipe's overrides. The error
 /// names the recipe key that makes the model impossible.
@@ -29,8 +13,7 @@ pub fn swin_config(
     num_classes: usize,
     in_chans: usize,
 ) -> Result<SwinConfig, (&'static str, String)> {
-    let m = &r.model;
-    let preset = match m.name {
+    let preset = match r.model.name {
         ModelName::SwinT => SwinConfig::swin_tiny(num_classes),
         ModelName::SwinS => SwinConfig::swin_small(num_classes),
         ModelName::SwinB => SwinConfig::swin_base(num_classes),
@@ -41,6 +24,7 @@ pub fn swin_config(
             ));
         }
     };
+    let m = r.model.swin().expect("a Swin name has the Swin keys");
     let mut config = preset
         .with_img_size(r.data.image_size)
         .with_in_chans(in_chans);
@@ -110,34 +94,11 @@ fn message_of(e: &SwinConfigError) -> String {
     }
 }
 
-/// Swin keys only with a Swin model, ResNet keys only with a ResNet, and a Swin recipe's sizes
-/// must build a model.
+/// A Swin recipe's sizes must build a model (`[model]` itself admits only Swin keys with a
+/// Swin name).
 pub(super) fn check_swin(r: &Recipe) -> Result<(), (&'static str, String)> {
-    let name = r.model.name;
-    if !name.is_swin() {
-        return match swin_keys_set(r).first() {
-            Some(&key) => Err((
-                key,
-                format!(
-                    "applies to Swin Transformers (swin-t, swin-s, swin-b), not {}",
-                    name.as_str()
-                ),
-            )),
-            None => Ok(()),
-        };
-    }
-    let resnet_only = "applies to ResNets, not Swin Transformers";
-    if r.model.small_input_stem {
-        return Err((
-            "model.small_input_stem",
-            format!("{resnet_only} ({})", name.as_str()),
-        ));
-    }
-    if r.model.base_width != super::ModelSection::default().base_width {
-        return Err((
-            "model.base_width",
-            format!("{resnet_only} ({}; use model.embed_dim)", name.as_str()),
-        ));
+    if !r.model.name.is_swin() {
+        return Ok(());
     }
     let in_chans = match r.data.dataset {
         DatasetKind::FashionMnist => 1,

@@ -27,7 +27,7 @@ pub fn bert_config(recipe: &Recipe) -> BertConfig {
     let m = &recipe.model;
     let mut config = BertConfig::from_name(m.name.as_str())
         .expect("the recipe check only admits BERT names here");
-    if let Some(act) = m.hidden_act {
+    if let Some(act) = m.bert().and_then(|b| b.hidden_act) {
         config.hidden_act = match act {
             HiddenActName::Gelu => HiddenAct::Gelu,
             HiddenActName::GeluTanh => HiddenAct::GeluTanh,

@@ -39,31 +39,8 @@ impl ImageSources {
 /// Opens (or generates) the recipe's dataset and builds its loaders.
 pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
     let d = &recipe.data;
-    let (train, eval, folders): (Arc<dyn ImageDataset>, Option<Arc<dyn ImageDataset>>, _) = match d
-        .dataset
-    {
-        DatasetKind::FashionMnist => {
-            let dir = d.path.clone().unwrap_or_else(fashion_mnist_dir);
-            let pad_to_32 = match d.image_size {
-                28 => false,
-                32 => true,
-                other => bail!(
-                    "data.image_size = {other}: fashion-mnist images are 28×28 (or 32×32 padded)"
-                ),
-            };
-            let config = FashionMnistConfig {
-                pad_to_32,
-                augment: d.augment,
-                ..FashionMnistConfig::default()
-            };
-            let train = FashionMnist::open(&dir, FashionMnistSplit::Train, config.clone())?;
-            let eval_config = FashionMnistConfig {
-                augment: false,
-                ..config
-            };
-            let eval = FashionMnist::open(&dir, FashionMnistSplit::Test, eval_config)?;
-            (Arc::new(train), Some(Arc::new(eval)), Vec::new())
-        }
+    let (train, eval, folders): Splits = match d.dataset {
+        DatasetKind::FashionMnist => open_fashion_mnist(d)?,
         DatasetKind::ImageFolder => {
             let root = d
                 .path
@@ -72,25 +49,7 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
             open_folders(d, root, recipe.train.seed)?
         }
         DatasetKind::MockImagenet => {
-            let spec = MockSpec {
-                classes: d.mock.classes,
-                images_per_class: d.mock.images_per_class,
-                image_size: d.mock.image_size as u32,
-                seed: d.mock.seed,
-                ..MockSpec::default()
-            };
-            let root = d.path.clone().unwrap_or_else(|| default_mock_dir(&spec));
-            let started = std::time::Instant::now();
-            if generate_mock_imagenet(&root, &spec)? == MockOutcome::Generated {
-                eprintln!(
-                    "data: wrote mock ImageNet ({} classes × {} JPEGs of {}px) to {} in {:.1}s",
-                    spec.classes,
-                    spec.images_per_class,
-                    spec.image_size,
-                    root.display(),
-                    started.elapsed().as_secs_f64()
-                );
-            }
+            let root = generated_mock_imagenet(d)?;
             open_folders(d, root, recipe.train.seed)?
         }
         DatasetKind::RottenTomatoes | DatasetKind::Sst2Tsv => {
@@ -137,6 +96,54 @@ pub fn build_image_data(recipe: &Recipe) -> Result<ImageSources> {
         eval_samples,
         folders,
     })
+}
+
+/// Fashion-MNIST's training and test splits at `data.image_size` 28 or 32 (padded).
+fn open_fashion_mnist(d: &DataSection) -> Result<Splits> {
+    let dir = d.path.clone().unwrap_or_else(fashion_mnist_dir);
+    let pad_to_32 = match d.image_size {
+        28 => false,
+        32 => true,
+        other => {
+            bail!("data.image_size = {other}: fashion-mnist images are 28×28 (or 32×32 padded)")
+        }
+    };
+    let config = FashionMnistConfig {
+        pad_to_32,
+        augment: d.augment,
+        ..FashionMnistConfig::default()
+    };
+    let train = FashionMnist::open(&dir, FashionMnistSplit::Train, config.clone())?;
+    let eval_config = FashionMnistConfig {
+        augment: false,
+        ..config
+    };
+    let eval = FashionMnist::open(&dir, FashionMnistSplit::Test, eval_config)?;
+    Ok((Arc::new(train), Some(Arc::new(eval)), Vec::new()))
+}
+
+/// The mock ImageNet of `[data.mock]`, written first if its folder does not hold it yet.
+fn generated_mock_imagenet(d: &DataSection) -> Result<PathBuf> {
+    let spec = MockSpec {
+        classes: d.mock.classes,
+        images_per_class: d.mock.images_per_class,
+        image_size: d.mock.image_size as u32,
+        seed: d.mock.seed,
+        ..MockSpec::default()
+    };
+    let root = d.path.clone().unwrap_or_else(|| default_mock_dir(&spec));
+    let started = std::time::Instant::now();
+    if generate_mock_imagenet(&root, &spec)? == MockOutcome::Generated {
+        eprintln!(
+            "data: wrote mock ImageNet ({} classes × {} JPEGs of {}px) to {} in {:.1}s",
+            spec.classes,
+            spec.images_per_class,
+            spec.image_size,
+            root.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(root)
 }
 
 /// Classes the model outputs: `model.num_classes` if set (at least the dataset's), else the

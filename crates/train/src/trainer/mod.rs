@@ -6,6 +6,7 @@ mod bert_init;
 mod classify;
 mod data;
 mod eval;
+mod family;
 mod init;
 mod peering;
 mod prefetch;
@@ -20,13 +21,15 @@ pub use batch::{
     ImageBatch, PixelTransfer, TextInputBatch, Upload, normalize_on_device, upload_pixels,
 };
 pub use bert_init::{PretrainedSummary, bert_config, init_bert};
-pub use classify::{
-    BlockFilter, Classify, ClassifyCheckpointed, bert_forward_checkpointed, bert_forward_probed,
-    bert_forward_selected, forward_checkpointed, forward_probed, forward_selected,
-    swin_forward_probed, swin_forward_selected,
-};
+pub use classify::{BlockFilter, Classify, ClassifyCheckpointed};
 pub use data::{ImageSources, build_image_data};
 pub use eval::{EvalResult, evaluate};
+pub use family::{
+    BertFamily, FamilyTask, HostData, ModelFamily, ResNetFamily, Sources, SwinFamily,
+    bert_forward_checkpointed, bert_forward_probed, bert_forward_selected, forward_checkpointed,
+    forward_probed, forward_selected, model_config, swin_forward_probed, swin_forward_selected,
+    swin_model_config, synthetic_text, with_family,
+};
 pub use init::{
     init_model, init_on_host, init_resnet, init_swin, seed_device, to_device, with_host_rng,
 };
@@ -35,10 +38,8 @@ pub use prefetch::{DeviceBatches, Epochs, Placed};
 pub use source::{BatchSource, EpochBatches};
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
 pub(crate) use step_loop::median;
-pub use step_loop::{Evaluator, LoopStats, Persist, train_steps};
-pub use task::{
-    ProfileRequest, TrainOutcome, TrainTask, build_optimizer, model_config, swin_model_config,
-};
+pub use step_loop::{Evaluator, LoopRun, LoopStats, Persist, StepHooks, train_steps};
+pub use task::{ProfileRequest, TrainOutcome, TrainTask, build_optimizer};
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 
 use crate::kernel_cache::configure_kernel_caches;
@@ -392,45 +393,8 @@ fn run_replica(
             outcome,
         ));
     }
-    let run_dir = match resume {
-        Some(resume) => {
-            eprintln!(
-                "resume: from {} (step {} of {})",
-                resume.dir.display(),
-                resume.manifest.step,
-                recipe.train.max_steps
-            );
-            resume.run_dir.clone()
-        }
-        None => {
-            let root = recipe
-                .train
-                .run_dir
-                .clone()
-                .unwrap_or_else(|| default_run_root(file));
-            fresh_run_dir(&root)?
-        }
-    };
-    eprintln!(
-        "data: {} training / {} held-out samples, {} classes; run folder {}",
-        data.train_samples(),
-        data.eval_samples(),
-        data.num_classes(),
-        run_dir.display()
-    );
-    if let Data::Text(text) = data {
-        let p = text.padding;
-        eprintln!(
-            "data: padding {:.1}% of tokens one sample per row, {:.1}% packed into rows of {} \
-             (packing {}); {} sample(s) truncated to {} tokens",
-            100.0 * p.padded,
-            100.0 * p.packed,
-            recipe.data.max_length,
-            if p.packing { "on" } else { "off" },
-            text.truncated,
-            recipe.data.max_length
-        );
-    }
+    let run_dir = leader_run_dir(recipe, file, resume)?;
+    report_data(recipe, data, &run_dir);
     // A resumed run rewrites it once the checkpoint has loaded (nothing changes before).
     if resume.is_none() {
         write_atomic(&run_dir.join("recipe.toml"), recipe_toml(recipe).as_bytes())?;
@@ -455,6 +419,65 @@ fn run_replica(
         }
         Err(error) => return Err(error),
     };
+    finish_run(recipe, file, stack, data, outcome, run_dir)
+}
+
+/// The run folder of rank 0: the resumed run's, or a fresh one under `train.run_dir`.
+fn leader_run_dir(recipe: &Recipe, file: &Path, resume: Option<&Resume>) -> Result<PathBuf> {
+    Ok(match resume {
+        Some(resume) => {
+            eprintln!(
+                "resume: from {} (step {} of {})",
+                resume.dir.display(),
+                resume.manifest.step,
+                recipe.train.max_steps
+            );
+            resume.run_dir.clone()
+        }
+        None => {
+            let root = recipe
+                .train
+                .run_dir
+                .clone()
+                .unwrap_or_else(|| default_run_root(file));
+            fresh_run_dir(&root)?
+        }
+    })
+}
+
+/// Says what the run trains on (and, for text, how much padding packing saved).
+fn report_data(recipe: &Recipe, data: &Data, run_dir: &Path) {
+    eprintln!(
+        "data: {} training / {} held-out samples, {} classes; run folder {}",
+        data.train_samples(),
+        data.eval_samples(),
+        data.num_classes(),
+        run_dir.display()
+    );
+    if let Data::Text(text) = data {
+        let p = text.padding;
+        eprintln!(
+            "data: padding {:.1}% of tokens one sample per row, {:.1}% packed into rows of {} \
+             (packing {}); {} sample(s) truncated to {} tokens",
+            100.0 * p.padded,
+            100.0 * p.packed,
+            recipe.data.max_length,
+            if p.packing { "on" } else { "off" },
+            text.truncated,
+            recipe.data.max_length
+        );
+    }
+}
+
+/// Rank 0 after training: reports, `summary.json`, the curves.
+fn finish_run(
+    recipe: &Recipe,
+    file: &Path,
+    stack: Stack,
+    data: &Data,
+    outcome: TrainOutcome,
+    run_dir: PathBuf,
+) -> Result<RunSummary> {
     if let Some(eval) = &outcome.eval {
         println!(
             "held-out accuracy: {:.2}% ({} / {})",

@@ -61,6 +61,18 @@ impl Phase {
 /// [`Stepper::step_synced`]).
 pub type GradientSync<'a, M> = &'a mut dyn FnMut(&M, GradientsParams) -> Result<GradientsParams>;
 
+/// What one micro-batch leaves for its step.
+struct MicroStep<B: CheckpointBackend> {
+    /// Its weighted loss, detached, `[1]`.
+    loss: Tensor<B, 1>,
+    /// Its logits (detached) and labels.
+    output: (Tensor<B, 2>, Tensor<B, 1, Int>),
+    /// Its parameters' gradients (of the scaled loss).
+    grads: GradientsParams,
+    /// Blocks its forward pass checkpointed.
+    checkpointed_blocks: usize,
+}
+
 /// What a step leaves for metrics, all detached device tensors (nothing is read back).
 pub struct StepOutput<B: CheckpointBackend> {
     /// Unscaled loss, `[1]`.
@@ -236,37 +248,14 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
             } else {
                 block_seed(step_seed, i)
             };
-            B::seed(&self.device, seed);
-            let mut tape = CheckpointTape::with_rng_replay(seed);
-            let guard = self
-                .autocast
-                .map(autocast)
-                .transpose()
-                .expect("the recipe's amp.dtype is f16 or bf16");
-            let (logits, labels) = forward(&model, &mut tape);
-            let loss = self.loss_fn.forward(logits.clone(), labels.clone());
-            drop(guard);
-            // Without accumulation the loss is used as it is (bit for bit as ever).
-            let loss = if micro_batches > 1 {
-                loss.div_scalar(micro_batches as f64)
-            } else {
-                loss
-            };
-            losses.push(loss.clone().detach());
-            outputs.push((logits.detach(), labels));
-            mark(Phase::Forward)?;
-            let scaled = self.scaler.scale(loss)?;
-            checkpointed_blocks = tape.len();
-            let grads = if tape.is_empty() {
-                GradientsParams::from_grads(scaled.backward(), &model)
-            } else {
-                tape.backward(scaled, &model)
-            };
-            mark(Phase::Backward)?;
+            let micro = self.micro_step(&model, forward, seed, micro_batches, mark)?;
+            losses.push(micro.loss);
+            outputs.push(micro.output);
+            checkpointed_blocks = micro.checkpointed_blocks;
             if micro_batches == 1 {
-                summed = Some(grads);
+                summed = Some(micro.grads);
             } else {
-                accumulator.accumulate(&model, grads);
+                accumulator.accumulate(&model, micro.grads);
             }
         }
         let grads = summed.unwrap_or_else(|| accumulator.grads());
@@ -274,26 +263,8 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
             .into_iter()
             .reduce(|a, b| a + b)
             .expect("at least one micro-batch");
-        let nonfinite_loss = self.skip_nonfinite.then(|| {
-            output_loss
-                .clone()
-                .inner()
-                .is_finite()
-                .bool_not()
-                .float()
-                .cast(DType::F32)
-        });
-        let grads = sync(&model, grads)?;
-        mark(Phase::AllReduce)?;
-        let grads = self.scaler.unscale(&model, grads)?;
-        // Skipped on the device: overflowing gradients (the scaler) or a non-finite loss.
-        let found_inf = match (self.scaler.found_inf(), nonfinite_loss.clone()) {
-            (Some(overflow), Some(nonfinite)) => Some((overflow + nonfinite).clamp_max(1.0)),
-            (overflow, nonfinite) => overflow.or(nonfinite),
-        };
-        let model = self.optim.step(lr, model, grads, found_inf.as_ref());
-        self.scaler.update()?;
-        mark(Phase::Optimizer)?;
+        let (model, found_inf, nonfinite_loss) =
+            self.update(model, lr, grads, &output_loss, mark, sync)?;
         let (logits, labels) = if outputs.len() == 1 {
             outputs.pop().expect("one micro-batch")
         } else {
@@ -311,5 +282,92 @@ impl<B: CheckpointBackend, M: AutodiffModule<B>> Stepper<B, M> {
                 checkpointed_blocks,
             },
         ))
+    }
+
+    /// One micro-batch of `micro_batches`: its forward pass (drawing from `seed`, under
+    /// autocast if on), its loss weighted `1 / micro_batches`, scaled, and its backward pass.
+    fn micro_step<F>(
+        &mut self,
+        model: &M,
+        forward: F,
+        seed: u64,
+        micro_batches: usize,
+        mark: &mut dyn FnMut(Phase) -> Result<()>,
+    ) -> Result<MicroStep<B>>
+    where
+        F: FnOnce(&M, &mut CheckpointTape<B>) -> (Tensor<B, 2>, Tensor<B, 1, Int>),
+    {
+        B::seed(&self.device, seed);
+        let mut tape = CheckpointTape::with_rng_replay(seed);
+        let guard = self
+            .autocast
+            .map(autocast)
+            .transpose()
+            .expect("the recipe's amp.dtype is f16 or bf16");
+        let (logits, labels) = forward(model, &mut tape);
+        let loss = self.loss_fn.forward(logits.clone(), labels.clone());
+        drop(guard);
+        // Without accumulation the loss is used as it is (bit for bit as ever).
+        let loss = if micro_batches > 1 {
+            loss.div_scalar(micro_batches as f64)
+        } else {
+            loss
+        };
+        let detached = loss.clone().detach();
+        mark(Phase::Forward)?;
+        let scaled = self.scaler.scale(loss)?;
+        let checkpointed_blocks = tape.len();
+        let grads = if tape.is_empty() {
+            GradientsParams::from_grads(scaled.backward(), model)
+        } else {
+            tape.backward(scaled, model)
+        };
+        mark(Phase::Backward)?;
+        Ok(MicroStep {
+            loss: detached,
+            output: (logits.detach(), labels),
+            grads,
+            checkpointed_blocks,
+        })
+    }
+
+    /// The update of a step from its summed gradients `grads` and its loss `loss`: synced
+    /// with the other processes, unscaled, applied unless the scaler found inf/NaN gradients
+    /// or (with `on_nonfinite = "skip"`) the loss is not finite. Returns the model, whether
+    /// the update was skipped and whether the loss was not finite (device flags, `[1]`).
+    #[allow(clippy::type_complexity)]
+    fn update(
+        &mut self,
+        model: M,
+        lr: f64,
+        grads: GradientsParams,
+        loss: &Tensor<B, 1>,
+        mark: &mut dyn FnMut(Phase) -> Result<()>,
+        sync: GradientSync<'_, M>,
+    ) -> Result<(
+        M,
+        Option<Tensor<B::InnerBackend, 1>>,
+        Option<Tensor<B::InnerBackend, 1>>,
+    )> {
+        let nonfinite_loss = self.skip_nonfinite.then(|| {
+            loss.clone()
+                .inner()
+                .is_finite()
+                .bool_not()
+                .float()
+                .cast(DType::F32)
+        });
+        let grads = sync(&model, grads)?;
+        mark(Phase::AllReduce)?;
+        let grads = self.scaler.unscale(&model, grads)?;
+        // Skipped on the device: overflowing gradients (the scaler) or a non-finite loss.
+        let found_inf = match (self.scaler.found_inf(), nonfinite_loss.clone()) {
+            (Some(overflow), Some(nonfinite)) => Some((overflow + nonfinite).clamp_max(1.0)),
+            (overflow, nonfinite) => overflow.or(nonfinite),
+        };
+        let model = self.optim.step(lr, model, grads, found_inf.as_ref());
+        self.scaler.update()?;
+        mark(Phase::Optimizer)?;
+        Ok((model, found_inf, nonfinite_loss))
     }
 }

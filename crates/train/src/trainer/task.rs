@@ -2,14 +2,17 @@
 
 use super::Data;
 use super::batch::Upload;
-use super::bert_init::{PretrainedSummary, bert_config, init_bert};
+use super::bert_init::PretrainedSummary;
 use super::classify::{Classify, ClassifyCheckpointed};
 use super::eval::{EvalResult, evaluate};
-use super::init::{init_resnet, init_swin, seed_device};
+use super::family::{FamilyTask, HostData, ModelFamily, with_family};
+use super::init::seed_device;
 use super::peering::Peering;
 use super::source::BatchSource;
 use super::step::Stepper;
-use super::step_loop::{Evaluator, LoopStats, Persist, inference_model, train_steps};
+use super::step_loop::{
+    Evaluator, LoopRun, LoopStats, Persist, StepHooks, inference_model, train_steps,
+};
 use crate::log::JsonlLog;
 use crate::profile::Profiler;
 use crate::progress::Progress;
@@ -23,9 +26,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_amp::optim::{AdamConfig, SgdConfig, SyncFreeOptimizer};
 use burnacc_checkpoint::CheckpointBackend;
-use burnacc_models::{
-    ReferenceExport, ResNet, ResNetConfig, SwinConfig, SwinTransformer, save_reference,
-};
+use burnacc_models::{ReferenceExport, save_reference};
 use std::path::{Path, PathBuf};
 
 /// Everything a run needs besides the backend.
@@ -73,26 +74,6 @@ pub struct ProfileRequest {
 /// and autotune kernels.
 const PROFILE_SKIP: usize = 2;
 
-/// The ResNet a recipe describes, for `num_classes` outputs and `channels` input channels.
-pub fn model_config(recipe: &Recipe, num_classes: usize, channels: usize) -> ResNetConfig {
-    ResNetConfig::from_name(recipe.model.name.as_str(), num_classes)
-        .expect("the recipe schema only admits known model names")
-        .with_in_channels(channels)
-        .with_base_width(recipe.model.base_width)
-        .with_small_input_stem(recipe.model.small_input_stem)
-}
-
-/// The Swin Transformer a recipe describes (`model.name` swin-t/s/b and the Swin keys of
-/// `[model]`), for `num_classes` outputs and `channels` input channels at `data.image_size`.
-pub fn swin_model_config(
-    recipe: &Recipe,
-    num_classes: usize,
-    channels: usize,
-) -> Result<SwinConfig> {
-    crate::recipe::swin_config(recipe, num_classes, channels)
-        .map_err(|(key, message)| anyhow::anyhow!("key `{key}`: {message}"))
-}
-
 impl StackTask for TrainTask<'_> {
     type Output = Result<TrainOutcome>;
 
@@ -104,53 +85,53 @@ impl StackTask for TrainTask<'_> {
 impl TrainTask<'_> {
     /// Builds the recipe's model on `B` and trains it.
     fn train<B: CheckpointBackend>(self, stack: Stack, device: B::Device) -> Result<TrainOutcome> {
-        let seed = self.recipe.train.seed;
-        match self.data {
-            Data::Images(data) if self.recipe.model.name.is_swin() => {
-                let config = swin_model_config(self.recipe, data.num_classes, data.channels)?;
-                let weights = self.recipe.model.weights.as_deref();
-                let (model, pretrained): (SwinTransformer<B>, _) =
-                    init_swin(&config, seed, weights, &device)?;
-                self.finish(
-                    model,
-                    pretrained,
-                    config.reference_config(),
-                    &data.train,
-                    data.eval.as_ref(),
-                    stack,
-                    &device,
-                )
-            }
-            Data::Images(data) => {
-                let config = model_config(self.recipe, data.num_classes, data.channels);
-                let weights = self.recipe.model.weights.as_deref();
-                let (model, pretrained): (ResNet<B>, _) =
-                    init_resnet(&config, seed, weights, &device)?;
-                self.finish(
-                    model,
-                    pretrained,
-                    config.reference_config(),
-                    &data.train,
-                    data.eval.as_ref(),
-                    stack,
-                    &device,
-                )
-            }
-            Data::Text(data) => {
-                let (model, pretrained) =
-                    init_bert::<B>(self.recipe, data.num_classes, seed, &device)?;
-                let reference = bert_config(self.recipe).reference_config(data.num_classes);
-                self.finish(
-                    model,
-                    pretrained,
-                    reference,
-                    &data.train,
-                    data.eval.as_ref(),
-                    stack,
-                    &device,
-                )
-            }
-        }
+        let name = self.recipe.model.name;
+        with_family::<B, _>(
+            name,
+            TrainFamily {
+                task: self,
+                stack,
+                device,
+            },
+        )
+    }
+}
+
+/// A training run waiting for its model family.
+struct TrainFamily<'a, B: CheckpointBackend> {
+    task: TrainTask<'a>,
+    stack: Stack,
+    device: B::Device,
+}
+
+impl<B: CheckpointBackend> FamilyTask<B> for TrainFamily<'_, B> {
+    type Output = Result<TrainOutcome>;
+
+    fn run<F: ModelFamily<B>>(self) -> Result<TrainOutcome> {
+        let TrainFamily {
+            task,
+            stack,
+            device,
+        } = self;
+        let recipe = task.recipe;
+        let sources = F::Host::sources(task.data).with_context(|| {
+            format!(
+                "data.dataset: {} does not feed model {}",
+                recipe.data.dataset.as_str(),
+                recipe.model.name.as_str()
+            )
+        })?;
+        let config = F::config(recipe, sources.classes, sources.channels)?;
+        let (model, pretrained) = F::init(&config, recipe, recipe.train.seed, &device)?;
+        task.finish(
+            model,
+            pretrained,
+            F::reference_config(&config),
+            &sources.train,
+            sources.eval.as_ref(),
+            stack,
+            &device,
+        )
     }
 }
 
@@ -233,17 +214,7 @@ impl TrainTask<'_> {
             Some(resume) => (resume.restore(model, &mut stepper)?, resume.start()),
             None => (model, LoopStart::default()),
         };
-        let mut log = match (self.run_dir, self.resume) {
-            (Some(dir), Some(_)) => {
-                write_atomic(
-                    &dir.join("recipe.toml"),
-                    recipe_toml(self.recipe).as_bytes(),
-                )?;
-                JsonlLog::resume(&dir.join("log.jsonl"), start.step)?
-            }
-            (Some(dir), None) => JsonlLog::create(&dir.join("log.jsonl"))?,
-            (None, _) => JsonlLog::discard(),
-        };
+        let mut log = self.open_log(start.step)?;
         let writer = self
             .run_dir
             .and_then(|dir| CheckpointWriter::new(self.recipe, dir));
@@ -252,19 +223,7 @@ impl TrainTask<'_> {
             None => Progress::silent(),
         };
         progress.resumed_at(start.step);
-        let mut profiler = match &self.profile {
-            Some(p) => {
-                let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
-                let run_dir = self.run_dir.context("--profile: only rank 0 profiles")?;
-                let folder = p.folder.clone().unwrap_or_else(|| run_dir.to_owned());
-                // A new folder is made, as the run folder is; before any step runs.
-                std::fs::create_dir_all(&folder).with_context(|| {
-                    format!("--profile-folder {}: cannot create it", folder.display())
-                })?;
-                Some(Profiler::new(window, folder.join("trace.json")))
-            }
-            None => None,
-        };
+        let mut profiler = self.profiler()?;
         let peer = match self.peering {
             Some(peering) => Some(peering.join::<B, M>(&self.recipe.ddp, &model, device)?),
             None => None,
@@ -275,60 +234,110 @@ impl TrainTask<'_> {
             move |model: &M| evaluate(&inference_model(model), loader, max_batches, device)
         });
         let evaluator = evaluate_model.as_ref().map(|f| f as Evaluator<'_, M>);
-        let (model, stats) = train_steps(
-            model,
-            stepper,
-            self.recipe,
-            train.clone(),
+        let run = LoopRun {
+            recipe: self.recipe,
             stack,
             device,
-            &mut log,
-            &progress,
-            profiler.as_mut(),
-            peer.as_ref(),
-            Persist {
-                start,
-                writer: writer.as_ref(),
-                evaluator,
+            log: &mut log,
+            progress: &progress,
+            hooks: StepHooks {
+                profiler: profiler.as_mut(),
+                peer: peer.as_ref(),
             },
-        )?;
+        };
+        let persist = Persist {
+            start,
+            writer: writer.as_ref(),
+            evaluator,
+        };
+        let (model, stats) = train_steps(model, stepper, train.clone(), run, persist)?;
         progress.finish();
         if let Some(peer) = peer {
             peer.finish()?;
         }
-        // Every rank holds the same model; rank 0 alone evaluates and saves it.
-        let Some(run_dir) = self.run_dir else {
-            return Ok(TrainOutcome {
-                stats,
-                eval: None,
-                model_file: None,
-                pretrained,
-            });
-        };
+        self.outcome(model, stats, pretrained, &reference_config)
+    }
 
-        let eval = stats.final_eval;
-        // With `save_model` the loop wrote the last step's checkpoint, which refuses weights
-        // that are not finite: a diverged model never reaches model.mpk.
-        let model_file = if self.recipe.train.save_model {
-            // Batch norm's `num_batches_tracked`: the train-mode forward passes.
-            let batches = (stats.steps * self.recipe.train.accumulate) as i64;
-            let export = run_dir.join("model.safetensors");
-            save_reference(
-                &inference_model(&model),
-                &export,
-                batches,
-                &reference_config,
-            )?;
-            Some(save_model(model, &run_dir.join("model.mpk"))?)
-        } else {
-            None
+    /// What the run produced; rank 0 saves the model (every rank holds the same one).
+    fn outcome<B, M>(
+        &self,
+        model: M,
+        stats: LoopStats,
+        pretrained: Option<PretrainedSummary>,
+        reference_config: &str,
+    ) -> Result<TrainOutcome>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        M::InnerModule: ReferenceExport,
+    {
+        let model_file = match (self.run_dir, self.recipe.train.save_model) {
+            (Some(run_dir), true) => {
+                Some(self.save(model, stats.steps, reference_config, run_dir)?)
+            }
+            _ => None,
         };
         Ok(TrainOutcome {
+            eval: self.run_dir.and(stats.final_eval),
             stats,
-            eval,
             model_file,
             pretrained,
         })
+    }
+}
+
+impl TrainTask<'_> {
+    /// `log.jsonl` of the run folder: new, or continued after step `resumed_at` (the
+    /// recipe, which `--set` may have changed, is written again then); nothing without a run
+    /// folder.
+    fn open_log(&self, resumed_at: usize) -> Result<JsonlLog> {
+        Ok(match (self.run_dir, self.resume) {
+            (Some(dir), Some(_)) => {
+                write_atomic(
+                    &dir.join("recipe.toml"),
+                    recipe_toml(self.recipe).as_bytes(),
+                )?;
+                JsonlLog::resume(&dir.join("log.jsonl"), resumed_at)?
+            }
+            (Some(dir), None) => JsonlLog::create(&dir.join("log.jsonl"))?,
+            (None, _) => JsonlLog::discard(),
+        })
+    }
+
+    /// `--profile`'s profiler, its folder made before any step runs (as the run folder is).
+    fn profiler(&self) -> Result<Option<Profiler>> {
+        let Some(p) = &self.profile else {
+            return Ok(None);
+        };
+        let window = Profiler::window(self.recipe.train.max_steps, PROFILE_SKIP, p.steps);
+        let run_dir = self.run_dir.context("--profile: only rank 0 profiles")?;
+        let folder = p.folder.clone().unwrap_or_else(|| run_dir.to_owned());
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("--profile-folder {}: cannot create it", folder.display()))?;
+        Ok(Some(Profiler::new(window, folder.join("trace.json"))))
+    }
+
+    /// Saves the trained `model` after `steps` steps in `run_dir`: `model.safetensors` under
+    /// the reference implementation's keys (built by the JSON arguments `reference_config`),
+    /// then `model.mpk`. The loop wrote the last step's checkpoint first, which refuses
+    /// weights that are not finite: a diverged model never gets here.
+    fn save<B, M>(
+        &self,
+        model: M,
+        steps: usize,
+        reference_config: &str,
+        run_dir: &Path,
+    ) -> Result<PathBuf>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        M::InnerModule: ReferenceExport,
+    {
+        // Batch norm's `num_batches_tracked`: the train-mode forward passes.
+        let batches = (steps * self.recipe.train.accumulate) as i64;
+        let export = run_dir.join("model.safetensors");
+        save_reference(&inference_model(&model), &export, batches, reference_config)?;
+        save_model(model, &run_dir.join("model.mpk"))
     }
 }
 
