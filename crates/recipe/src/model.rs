@@ -3,8 +3,8 @@
 //!
 //! The TOML stays flat (`[model] name = "swin-t" embed_dim = 32`): `name` picks the family,
 //! whose struct then reads the other keys. A key of another family is an error naming the
-//! key and the family it belongs to. Adding a family: its `ModelFamilyName`, its keys struct
-//! and its arm in [`FamilyKeys`].
+//! key and the family it belongs to. Adding a family: its `ModelFamilyName`, its keys struct,
+//! and its arms in [`FamilyKeys`], `FamilyKeys::keys_of` and `FamilyKeys::from_table`.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -208,15 +208,6 @@ pub struct BertKeys {
 const SHARED_KEYS: [&str; 4] = ["name", "num_classes", "pretrained", "weights"];
 
 impl FamilyKeys {
-    /// The default keys of `family`.
-    pub fn default_of(family: ModelFamilyName) -> Self {
-        match family {
-            ModelFamilyName::ResNet => Self::ResNet(ResNetKeys::default()),
-            ModelFamilyName::Swin => Self::Swin(SwinKeys::default()),
-            ModelFamilyName::Bert => Self::Bert(BertKeys::default()),
-        }
-    }
-
     /// The family's own keys (besides the shared ones), in the order of its struct (errors
     /// name the first one set). A tier-1 test checks them against the structs' fields.
     pub fn keys_of(family: ModelFamilyName) -> &'static [&'static str] {
@@ -383,7 +374,7 @@ impl Default for ModelSection {
             num_classes: None,
             pretrained: false,
             weights: None,
-            family: FamilyKeys::default_of(ModelFamilyName::ResNet),
+            family: FamilyKeys::ResNet(ResNetKeys::default()),
         }
     }
 }
