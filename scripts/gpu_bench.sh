@@ -42,8 +42,8 @@ REAL_WORKERS=${REAL_WORKERS:-14}          # loader threads of the real-data case
 REAL_TIMEOUT=${REAL_TIMEOUT:-150}         # seconds per real-data configuration (JPEGs written first)
 
 build() {
-    CUDARC_CUDA_VERSION=13000 cargo build --release -p burnacc-train --features cuda \
-        --bin bench --bin train
+    CUDARC_CUDA_VERSION=13000 cargo build --release -p burnacc-train -p burnacc-bench \
+        --features burnacc-train/cuda,burnacc-bench/cuda --bin bench --bin train
     local target=${CARGO_TARGET_DIR:-target}
     mkdir -p "$PACK"
     for bin in bench train; do

@@ -7,7 +7,7 @@ BERT-base sequence classification (transformers, AdamW lr 2e-5, weight decay 0.0
 kept on the device, in f32 and under bf16 autocast, eager and with torch.compile — the same
 shapes and optimizers as configs/bench/*.toml (Swin-T only when --models names it). Each
 configuration runs in its own process with a time limit. Writes JSON lines with the fields of
-burnacc's `bench` (crates/train/src/bench/record.rs), so `bench --merge` shows both in one table
+burnacc's `bench` (crates/bench/src/record.rs), so `bench --merge` shows both in one table
 and chart.
 
   python3 scripts/torch_bench.py --out torch.jsonl

@@ -2,7 +2,6 @@
 //!
 //! The `train` binary is a thin shell over [`trainer::run_recipe`].
 
-pub mod bench;
 pub mod curves;
 pub mod kernel_cache;
 pub mod launch;

@@ -37,8 +37,9 @@ pub use peering::{Peering, process_stack, resolve_devices};
 pub use prefetch::{DeviceBatches, Epochs, Placed};
 pub use source::{BatchSource, EpochBatches};
 pub use step::{GradientSync, Phase, StepOutput, Stepper};
-pub(crate) use step_loop::median;
-pub use step_loop::{Evaluator, LoopRun, LoopStats, Persist, StepHooks, train_steps};
+pub use step_loop::{
+    BlockPlan, Evaluator, LoopRun, LoopStats, Persist, StepHooks, median, train_steps,
+};
 pub use task::{ProfileRequest, TrainOutcome, TrainTask, build_optimizer};
 pub use text_data::{PaddingReport, TEXT_SPLIT_SEED, TextSources, build_text_data};
 

@@ -17,7 +17,6 @@ mod fixture;
 const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/tests/fixtures");
 mod tier2 {
     mod autocast_ops;
-    mod bench_sets;
     mod bert_packing;
     mod device_prefetch;
     mod forward_memory;
@@ -31,7 +30,6 @@ mod tier2 {
 mod tier3 {
     mod accumulate;
     mod amp_training;
-    mod bench_harness;
     mod checkpoint_training;
     mod corrupt_images;
     mod curves;

@@ -28,7 +28,7 @@ use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use burnacc_checkpoint::CheckpointBackend;
 use logged::LoggedAt;
-use plan::BlockPlan;
+pub use plan::BlockPlan;
 use tallies::DeviceTallies;
 use window::MetricsWindow;
 
@@ -223,7 +223,9 @@ where
     Ok((model, stats))
 }
 
-pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
+/// The median of `values` (sorted in place; the mean of the middle two for an even count),
+/// `None` for none.
+pub fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }

@@ -14,7 +14,7 @@ use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 type Classified<B> = (Tensor<B, 2>, Tensor<B, 1, Int>);
 
 /// The blocks a run checkpoints.
-pub(super) struct BlockPlan {
+pub struct BlockPlan {
     mode: CheckpointMode,
     budget: Option<u64>,
     /// `auto`: the choice, once planned.
@@ -59,6 +59,15 @@ impl BlockPlan {
         Ok(Some(summary))
     }
 
+    /// Whether the forward pass checkpoints block `block` (for `auto`, once planned).
+    pub fn checkpointed(&self, block: usize) -> bool {
+        match self.mode {
+            CheckpointMode::None => false,
+            CheckpointMode::Blocks => true,
+            CheckpointMode::Auto => self.auto.as_ref().expect("planned on the first step")[block],
+        }
+    }
+
     /// The forward passes of a step's micro-batches. Every mode runs the blocks through the
     /// step's tape, which seeds each block's random draws by its position: dropout and
     /// stochastic depth draw the same values whichever blocks are checkpointed.
@@ -71,18 +80,11 @@ impl BlockPlan {
         M: ClassifyCheckpointed<B, H>,
         H: Upload<B>,
     {
-        let mode = self.mode;
-        let plan = self.auto.as_deref();
         micro
             .into_iter()
             .map(move |batch| {
-                move |model: &M, tape: &mut CheckpointTape<B>| match mode {
-                    CheckpointMode::None => model.classify_checkpointed(batch, tape, &|_| false),
-                    CheckpointMode::Blocks => model.classify_checkpointed(batch, tape, &|_| true),
-                    CheckpointMode::Auto => {
-                        let plan = plan.expect("planned on the first step");
-                        model.classify_checkpointed(batch, tape, &|i| plan[i])
-                    }
+                move |model: &M, tape: &mut CheckpointTape<B>| {
+                    model.classify_checkpointed(batch, tape, &|i| self.checkpointed(i))
                 }
             })
             .collect()

@@ -11,7 +11,6 @@ mod record;
 mod runner;
 mod table;
 
-pub use crate::trainer::synthetic_text;
 pub use case::{BenchCase, run_case_here};
 pub use chart::{render, write_chart};
 pub use feed::DataFeed;
@@ -20,9 +19,9 @@ pub use record::{BenchRecord, Status, read_records, to_json_lines};
 pub use runner::{child_main, run_case_in_child};
 pub use table::markdown_table;
 
-use crate::recipe::Mode;
-use crate::run_dir::write_atomic;
 use anyhow::Result;
+use burnacc_train::recipe::Mode;
+use burnacc_train::run_dir::write_atomic;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

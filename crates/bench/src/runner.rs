@@ -4,8 +4,8 @@
 
 use super::case::{BenchCase, run_case_here};
 use super::record::{BenchRecord, Status};
-use crate::kernel_cache::{KERNEL_CACHE_ENV, configure_kernel_caches};
 use anyhow::{Context, Result};
+use burnacc_train::kernel_cache::{KERNEL_CACHE_ENV, configure_kernel_caches};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,10 +3,10 @@
 use super::feed::DataFeed;
 use super::measure::{Measure, StepCounts};
 use super::record::{BenchRecord, Status};
-use crate::precision::supported_float_dtypes;
-use crate::recipe::{KernelsSection, Mode, Recipe, parse_recipe};
-use crate::stack::{Stack, resolve_stack, with_stack};
 use anyhow::{Context, Result};
+use burnacc_train::precision::supported_float_dtypes;
+use burnacc_train::recipe::{KernelsSection, Mode, Recipe, parse_recipe};
+use burnacc_train::stack::{Stack, resolve_stack, with_stack};
 use std::path::PathBuf;
 use std::time::Instant;
 

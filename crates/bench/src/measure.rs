@@ -6,19 +6,19 @@
 
 use super::feed::{DataFeed, Feed};
 use super::record::{BenchRecord, Status};
-use crate::memory::read_memory;
-use crate::recipe::{CheckpointMode, Recipe};
-use crate::stack::route_kernels;
-use crate::stack::{BackendStack, Stack, StackDevice, StackTask};
-use crate::trainer::median;
-use crate::trainer::{
-    BatchSource, BlockProbe, ClassifyCheckpointed, Data, FamilyTask, HostData, ModelFamily,
-    Stepper, Upload, measure_blocks, plan_auto, seed_device, with_family,
-};
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::tensor::{Int, Tensor};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
+use burnacc_train::memory::read_memory;
+use burnacc_train::precision::autocast_float_dtype;
+use burnacc_train::recipe::Recipe;
+use burnacc_train::stack::route_kernels;
+use burnacc_train::stack::{BackendStack, Stack, StackDevice, StackTask};
+use burnacc_train::trainer::{
+    BatchSource, BlockPlan, ClassifyCheckpointed, Data, FamilyTask, HostData, ModelFamily, Stepper,
+    Upload, median, seed_device, with_family,
+};
 use std::time::Instant;
 
 /// Steps of one configuration: `warmup` single steps (each synchronised and timed; the first
@@ -120,54 +120,20 @@ impl<B: CheckpointBackend> FamilyTask<B> for MeasureFamily<'_, B> {
         let config = F::config(recipe, classes, channels)?;
         let model = F::build(&config, &device);
         let first = feed.next();
-        let plan = measure.plan::<B, _>(&model, stack, &device, |m, probe| {
-            m.classify_probed(first.clone(), probe)
-        })?;
+        let mut plan = BlockPlan::new(measure.recipe);
+        let autocast = measure
+            .recipe
+            .amp
+            .autocast_dtype()
+            .map(autocast_float_dtype);
+        plan.plan_once::<B, F::Net, F::Host>(&model, stack, &device, autocast, &first)?;
         measure.time(model, stack, &device, &feed, |model, tape, batch| {
-            // No plan: no block is checkpointed, which is the plain forward pass.
-            match &plan {
-                None => model.classify_checkpointed(batch, tape, &|_| false),
-                Some(plan) => model.classify_checkpointed(batch, tape, &**plan),
-            }
+            model.classify_checkpointed(batch, tape, &|i| plan.checkpointed(i))
         })
     }
 }
 
-/// Which blocks a forward pass checkpoints, by index.
-type Selection = Box<dyn Fn(usize) -> bool>;
-
 impl Measure<'_> {
-    /// Which blocks to checkpoint (`None`: none): all for `blocks`, the planner's choice under
-    /// `checkpoint.budget` for `auto`, measured with `probed`.
-    fn plan<B: CheckpointBackend, M>(
-        &self,
-        model: &M,
-        stack: Stack,
-        device: &B::Device,
-        probed: impl Fn(&M, &mut dyn BlockProbe) -> Tensor<B, 2>,
-    ) -> Result<Option<Selection>> {
-        Ok(match self.recipe.checkpoint.mode {
-            CheckpointMode::None => None,
-            CheckpointMode::Blocks => Some(Box::new(|_| true)),
-            CheckpointMode::Auto => {
-                let budget = self
-                    .recipe
-                    .checkpoint
-                    .budget_bytes()
-                    .expect("auto has a budget");
-                let autocast = self
-                    .recipe
-                    .amp
-                    .autocast_dtype()
-                    .map(crate::precision::autocast_float_dtype);
-                let costs = measure_blocks::<B, M>(model, stack, device, autocast, probed);
-                let (plan, summary) = plan_auto(&costs, budget)?;
-                eprintln!("checkpoint: auto: {summary}");
-                Some(Box::new(move |i| plan.checkpointed[i]))
-            }
-        })
-    }
-
     /// Warm-up steps, then timed windows of steps, each on the next batch of `feed`.
     fn time<B, M, H, S>(
         self,

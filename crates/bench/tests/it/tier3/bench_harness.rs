@@ -2,7 +2,7 @@
 //! reason) in its own process, the numbers of each record agree with each other, and the JSON
 //! lines, the Markdown table and the PNG chart are written.
 
-use burnacc_train::bench::{BenchRecord, Status, read_records};
+use burnacc_bench::{BenchRecord, Status, read_records};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -170,8 +170,7 @@ fn merged_results_are_reported_without_running_anything() {
         samples_per_sec: Some(speed),
         ..Default::default()
     };
-    let lines =
-        burnacc_train::bench::to_json_lines(&[record("eager", 4000.0), record("compile", 6000.0)]);
+    let lines = burnacc_bench::to_json_lines(&[record("eager", 4000.0), record("compile", 6000.0)]);
     std::fs::write(&results, lines).unwrap();
     let report = out.path().join("report");
     let stdout = bench(&[
@@ -328,7 +327,7 @@ fn real_data_cases_read_the_recipes_data_through_the_prefetcher() {
 
 #[test]
 fn kernels_of_a_recipe_apply_to_its_acc_cases_only() {
-    use burnacc_train::bench::{BenchCase, StepCounts};
+    use burnacc_bench::{BenchCase, StepCounts};
     use burnacc_train::recipe::{KernelsSection, Mode};
     let case = |mode| BenchCase {
         recipe: configs().join("bench/swin_t.toml"),

@@ -1,6 +1,6 @@
-//! Unit checks of `burnacc_train::bench` through its public API.
+//! Unit checks of `burnacc_bench` through its public API.
 
-use burnacc_train::bench::sets_for;
+use burnacc_bench::sets_for;
 use std::path::Path;
 
 #[test]

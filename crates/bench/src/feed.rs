@@ -2,9 +2,9 @@
 //! PyTorch's synthetic-data benchmarks time), or the recipe's real data through the trainer's
 //! loader and device prefetcher (what training gets), with the time the step waited for it.
 
-use crate::trainer::{BatchSource, DeviceBatches, Epochs, Upload};
 use anyhow::Result;
 use burn::tensor::backend::Backend;
+use burnacc_train::trainer::{BatchSource, DeviceBatches, Epochs, Upload};
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 

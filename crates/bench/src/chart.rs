@@ -2,8 +2,8 @@
 //! samples/s (the seed project's baseline-vs-accelerated plot, for every mode at once).
 
 use super::record::{BenchRecord, Status};
-use crate::png::{FONT, register_font, write_png};
 use anyhow::Result;
+use burnacc_train::png::{FONT, register_font, write_png};
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -7,7 +7,7 @@
 //! ```
 
 use anyhow::{Context, Result};
-use burnacc_train::bench::{
+use burnacc_bench::{
     BenchPlan, DataFeed, StepCounts, child_main, markdown_table, read_records, run_bench,
     write_report,
 };
