@@ -61,5 +61,11 @@ pub static WINDOW_SOFTMAX_BACKWARD: Counter = Counter::new("cpu_window_softmax_b
 /// Batched matrix products against one shared matrix run as one product over the folded
 /// batch (`[batch · M, K] × [K, N]`).
 pub static MATMUL_FOLDED_BATCH: Counter = Counter::new("cpu_matmul_folded_batch");
+/// f32 matrix products written by burnacc's GEMM call (no zero-filled, copied output buffer).
+pub static MATMUL_F32: Counter = Counter::new("cpu_matmul_f32");
+/// f32 scalar ops (add, sub, mul, div) on strided views run by the strided binary kernel.
+pub static STRIDED_SCALAR: Counter = Counter::new("cpu_strided_scalar");
+/// Reshapes of tensors that are not contiguous from offset 0 done as views instead of copies.
+pub static RESHAPE_VIEW: Counter = Counter::new("cpu_reshape_view");
 /// f32 Bernoulli tensors (dropout and drop-path masks) drawn with burnacc's counter-based hash.
 pub static BERNOULLI_F32: Counter = Counter::new("cpu_bernoulli_f32");

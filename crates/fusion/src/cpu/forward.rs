@@ -22,26 +22,26 @@ use core::ops::Range;
 impl FloatTensorOps<Self> for CpuFlex {
     fn float_from_data(data: TensorData, device: &Device<Self>) -> FloatTensor<Self> { Flex::float_from_data(data, device) }
     fn float_random(shape: Shape, distribution: Distribution, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { overrides::float_random(shape, distribution, device, dtype) }
-    fn float_zeros(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_zeros(shape, device, dtype) }
+    fn float_zeros(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { overrides::float_zeros(shape, device, dtype) }
     fn float_ones(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_ones(shape, device, dtype) }
     fn float_full(shape: Shape, fill_value: Scalar, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_full(shape, fill_value, device, dtype) }
     fn float_into_data(tensor: FloatTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send { Flex::float_into_data(tensor) }
     fn float_device(tensor: &FloatTensor<Self>) -> Device<Self> { Flex::float_device(tensor) }
     fn float_to_device(tensor: FloatTensor<Self>, device: &Device<Self>) -> FloatTensor<Self> { Flex::float_to_device(tensor, device) }
     fn float_into_int(tensor: FloatTensor<Self>, out_dtype: IntDType) -> IntTensor<Self> { Flex::float_into_int(tensor, out_dtype) }
-    fn float_empty(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::float_empty(shape, device, dtype) }
+    fn float_empty(shape: Shape, device: &Device<Self>, dtype: FloatDType) -> FloatTensor<Self> { overrides::float_empty(shape, device, dtype) }
     fn float_repeat_dim(tensor: FloatTensor<Self>, dim: usize, times: usize) -> FloatTensor<Self> { Flex::float_repeat_dim(tensor, dim, times) }
     fn float_add(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_add(lhs, rhs) }
-    fn float_add_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_add_scalar(lhs, rhs) }
+    fn float_add_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { overrides::float_add_scalar(lhs, rhs) }
     fn float_clamp_min(tensor: FloatTensor<Self>, min: Scalar) -> FloatTensor<Self> { Flex::float_clamp_min(tensor, min) }
     fn float_clamp_max(tensor: FloatTensor<Self>, max: Scalar) -> FloatTensor<Self> { Flex::float_clamp_max(tensor, max) }
     fn float_clamp(tensor: FloatTensor<Self>, min: Scalar, max: Scalar) -> FloatTensor<Self> { Flex::float_clamp(tensor, min, max) }
     fn float_sub(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_sub(lhs, rhs) }
-    fn float_sub_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_sub_scalar(lhs, rhs) }
+    fn float_sub_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { overrides::float_sub_scalar(lhs, rhs) }
     fn float_mul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_mul(lhs, rhs) }
-    fn float_mul_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_mul_scalar(lhs, rhs) }
+    fn float_mul_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { overrides::float_mul_scalar(lhs, rhs) }
     fn float_div(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_div(lhs, rhs) }
-    fn float_div_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_div_scalar(lhs, rhs) }
+    fn float_div_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { overrides::float_div_scalar(lhs, rhs) }
     fn float_remainder(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_remainder(lhs, rhs) }
     fn float_remainder_scalar(lhs: FloatTensor<Self>, rhs: Scalar) -> FloatTensor<Self> { Flex::float_remainder_scalar(lhs, rhs) }
     fn float_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> { overrides::float_matmul(lhs, rhs) }
@@ -52,7 +52,7 @@ impl FloatTensorOps<Self> for CpuFlex {
     fn float_swap_dims(tensor: FloatTensor<Self>, dim1: usize, dim2: usize) -> FloatTensor<Self> { Flex::float_swap_dims(tensor, dim1, dim2) }
     fn float_permute(tensor: FloatTensor<Self>, axes: &[usize]) -> FloatTensor<Self> { Flex::float_permute(tensor, axes) }
     fn float_flip(tensor: FloatTensor<Self>, axes: &[usize]) -> FloatTensor<Self> { Flex::float_flip(tensor, axes) }
-    fn float_reshape(tensor: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> { Flex::float_reshape(tensor, shape) }
+    fn float_reshape(tensor: FloatTensor<Self>, shape: Shape) -> FloatTensor<Self> { overrides::float_reshape(tensor, shape) }
     fn float_gather(dim: usize, tensor: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> { Flex::float_gather(dim, tensor, indices) }
     fn float_scatter_add(dim: usize, tensor: FloatTensor<Self>, indices: IntTensor<Self>, value: FloatTensor<Self>) -> FloatTensor<Self> { Flex::float_scatter_add(dim, tensor, indices, value) }
     fn float_scatter_nd(_data: FloatTensor<Self>, _indices: IntTensor<Self>, _values: FloatTensor<Self>, _reduction: burn::tensor::IndexingUpdateOp) -> FloatTensor<Self> { Flex::float_scatter_nd(_data, _indices, _values, _reduction) }

@@ -5,6 +5,7 @@ pub mod binary;
 pub mod conv_backward;
 pub mod gelu;
 pub mod layer_norm;
+pub mod matmul;
 pub mod rows;
 pub mod softmax;
 pub mod strided;

@@ -11,5 +11,6 @@ mod tier2 {
     mod kernel_support;
     mod layer_norm;
     mod matmul_random;
+    mod reshape_views;
     mod window_softmax;
 }

@@ -3,8 +3,12 @@
 //! batch) runs as one `[batch · M, K] × [K, N]` product when the left operand's batch and row
 //! dimensions walk as one, instead of Flex's one product per batch matrix. One product packs
 //! `W` once rather than once per batch, and splits a taller M over the cores.
+//!
+//! f32 products run [`matmul_f32`] (Flex's GEMM into an output buffer written once); other
+//! dtypes Flex's product.
 
-use crate::counters::MATMUL_FOLDED_BATCH;
+use crate::counters::{MATMUL_F32, MATMUL_FOLDED_BATCH};
+use crate::kernels::matmul::matmul_f32;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::Shape;
@@ -12,13 +16,23 @@ use burn::tensor::ops::FloatTensorOps;
 
 /// `lhs · rhs` over the last two dimensions, batch dimensions broadcast (Flex's semantics).
 pub fn float_matmul(lhs: FlexTensor, rhs: FlexTensor) -> FlexTensor {
-    match folded(&lhs, &rhs) {
+    let (lhs, rhs, folded_shape) = match folded(&lhs, &rhs) {
         Some((lhs2, rhs2, out_shape)) => {
             MATMUL_FOLDED_BATCH.bump();
-            let out = Flex::float_matmul(lhs2, rhs2);
-            Flex::float_reshape(out, out_shape)
+            (lhs2, rhs2, Some(out_shape))
+        }
+        None => (lhs, rhs, None),
+    };
+    let out = match matmul_f32(&lhs, &rhs) {
+        Some(out) => {
+            MATMUL_F32.bump();
+            out
         }
         None => Flex::float_matmul(lhs, rhs),
+    };
+    match folded_shape {
+        Some(shape) => Flex::float_reshape(out, shape),
+        None => out,
     }
 }
 

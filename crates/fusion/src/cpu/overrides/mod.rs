@@ -6,9 +6,15 @@ mod binary;
 mod conv;
 mod matmul;
 mod random;
+mod reshape;
+mod scalar;
+mod zeros;
 
 pub use activation::{gelu, gelu_backward};
 pub use binary::{float_add, float_div, float_mul, float_sub};
 pub use conv::{conv2d_weight_backward, conv2d_x_backward};
 pub use matmul::float_matmul;
 pub use random::float_random;
+pub use reshape::{float_reshape, view_strides};
+pub use scalar::{float_add_scalar, float_div_scalar, float_mul_scalar, float_sub_scalar};
+pub use zeros::{float_empty, float_zeros};

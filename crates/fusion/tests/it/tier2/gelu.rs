@@ -4,8 +4,9 @@
 //! parallel tasks, strided and offset views; f64 and bf16 take Flex's path. The counters say
 //! which ran.
 //!
-//! Each output element is a short formula (f32 `erf`/`exp` of libm against Flex's): the
-//! element-wise tolerances. The bias gradient sums `dx` over the rows in another order (per-task
+//! Each output element is a short formula (burnacc's rational `erf` and libm's `exp` against
+//! Flex's libm `erf`/`exp`): the element-wise tolerances; the `erf` itself is held to libm's
+//! within a few ulp. The bias gradient sums `dx` over the rows in another order (per-task
 //! partials): the f32 reduction tolerance of the backward.
 
 use super::kernel_support::{
@@ -104,6 +105,31 @@ fn check_all(dims: &[usize], seed: u64) {
     check_bias_gelu("", x.clone(), Some(bias(width, seed + 2)), grad.clone());
     check_bias_gelu("", x.clone(), None, grad.clone());
     check_quick_gelu("", x, grad);
+}
+
+/// The kernel's `erf` on a grid of 2·10⁶ points over `[−8, 8]` (every f32 exponent of `erf`'s
+/// transition, and the saturated tails) against libm's `erff`: within 1.5e-7 absolute (2 ulp
+/// of values near 1) and, where `|erf| ≥ 1e-3`, 2.5e-7 relative (2 ulp of f32 at its coarsest
+/// relative spacing), of which libm's own error is up to 1 ulp.
+#[test]
+fn erf_is_within_a_few_ulp_of_libm() {
+    let (mut worst_abs, mut worst_rel) = (0f64, 0f64);
+    for i in 0..=2_000_000 {
+        let x = -8.0 + 16.0 * i as f32 / 2_000_000.0;
+        let (got, want) = (burnacc_fusion::kernels::gelu::erf(x), libm::erff(x));
+        let abs = (got as f64 - want as f64).abs();
+        worst_abs = worst_abs.max(abs);
+        if want.abs() >= 1e-3 {
+            worst_rel = worst_rel.max(abs / want.abs() as f64);
+        }
+    }
+    assert!(
+        worst_abs <= 1.5e-7 && worst_rel <= 2.5e-7,
+        "erf: worst absolute error {worst_abs:e}, relative {worst_rel:e}"
+    );
+    // Odd, and exact at 0 and in the tails.
+    assert_eq!(burnacc_fusion::kernels::gelu::erf(0.0), 0.0);
+    assert_eq!(burnacc_fusion::kernels::gelu::erf(-9.0), -1.0);
 }
 
 #[test]
