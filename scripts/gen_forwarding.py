@@ -60,6 +60,10 @@ FLEX_OVERRIDES = {
     "gelu_backward",
     "conv2d_x_backward",
     "conv2d_weight_backward",
+    "linear",
+    "linear_x_backward",
+    "linear_weight_backward",
+    "linear_bias_backward",
 }
 
 # Backend-parametrised wrapper types: how to move a value between `Acc<B>` and `B`.
@@ -280,7 +284,7 @@ def main_flex(src):
         "//!",
         "//! `CpuFlex` shares Flex's primitive types, so each method is a plain call of Flex's op;",
         "//! the ops in `super::overrides` are burnacc's own (broadcasting element-wise ops,",
-        "//! convolution backward, batched products against one matrix, Bernoulli draws, GELU).",
+        "//! convolution backward, linear layers and matrix products, Bernoulli draws, GELU, ...).",
         "#![allow(unused_imports, clippy::too_many_arguments)]",
         "",
         "use super::{CpuFlex, convert, overrides};",

@@ -67,5 +67,8 @@ pub static MATMUL_F32: Counter = Counter::new("cpu_matmul_f32");
 pub static STRIDED_SCALAR: Counter = Counter::new("cpu_strided_scalar");
 /// Reshapes of tensors that are not contiguous from offset 0 done as views instead of copies.
 pub static RESHAPE_VIEW: Counter = Counter::new("cpu_reshape_view");
+/// Linear weight gradients run as one product over every position (not one per batch
+/// matrix and a sum).
+pub static LINEAR_WEIGHT_GRAD: Counter = Counter::new("cpu_linear_weight_grad");
 /// f32 Bernoulli tensors (dropout and drop-path masks) drawn with burnacc's counter-based hash.
 pub static BERNOULLI_F32: Counter = Counter::new("cpu_bernoulli_f32");

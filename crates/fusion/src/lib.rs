@@ -2,8 +2,10 @@
 //!
 //! [`CpuFlex`] is burnacc's CPU backend: Flex (Burn's CPU backend) with its primitive types and
 //! every op, except where burnacc has a faster one (element-wise ops that broadcast or read
-//! strided inputs, the convolution backward as one large matrix product, a batch of products
-//! against one matrix as one product, Bernoulli masks, GELU, and burnacc's fused kernels:
+//! strided inputs, scalar ops on views, reshapes of views as views, zeros and matrix products
+//! written once into their output buffer, the convolution backward as one large matrix
+//! product, a batch of products against one matrix as one product, Bernoulli masks, GELU with
+//! a branch-free erf, and burnacc's fused kernels:
 //! LayerNorm, bias + GELU, bias + dropout + add, Swin's window softmax), and with Burn's
 //! fusion IR (`BackendIr`) and a fusion runtime ([`CpuFusionRuntime`]), so that
 //! `Fusion<CpuFlex>` records every op in Burn's fusion stream and burnacc's fusers run

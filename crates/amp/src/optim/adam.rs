@@ -16,7 +16,7 @@ use super::SyncFreeOptimizer;
 use super::device::{Erased, StepMask, bias_correction, zero_step};
 use super::error::{OptimError, check};
 use super::mapper::{UpdateRule, step_module};
-use super::multi_tensor::{Collected, apply, by_dtype, collect, found_inf_f32, zeros_like};
+use super::multi_tensor::{Collected, apply, by_dtype, found_inf_f32, take, zeros_like};
 use super::route::{AdamStep, AdamStepFn};
 use super::state::{NamedState, OptimizerStateData, StateError, export, import};
 use burn::module::{AutodiffModule, ParamId};
@@ -178,7 +178,7 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> SyncFreeOptimizer<M, B> for Adam<
         match lookup::<AdamStep, B::InnerBackend>() {
             Some(fused) => {
                 let mut grads = grads;
-                let items = collect::<B, M>(&module, &mut grads);
+                let (module, items) = take::<B, M>(module, &mut grads);
                 let mut stepped = HashMap::new();
                 for group in by_dtype(items) {
                     self.step_group(fused, lr, group, found_inf, &mut stepped);

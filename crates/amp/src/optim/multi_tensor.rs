@@ -1,12 +1,12 @@
 //! The multi-tensor path of the sync-free optimizers: every parameter with a gradient is
-//! collected first, each dtype group is updated by one routed multi-tensor step
+//! taken out of the module first, each dtype group is updated by one routed multi-tensor step
 //! ([`super::route`]), and the new values are put back into the module.
 //!
 //! Parameters without a gradient are left alone, state included, and a parameter shared by
 //! several submodules (one id) steps once and every use receives the new value, as in the
 //! per-parameter path (`super::mapper`).
 
-use burn::module::{AutodiffModule, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::{AutodiffModule, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::FloatTensor;
@@ -23,41 +23,54 @@ pub(crate) struct Collected<B: Backend> {
 /// Every parameter of `module` that has a gradient in `grads` (each id once, at its first
 /// use), with the gradient cast to the parameter's dtype; the gradients are taken out of
 /// `grads`.
-pub(crate) fn collect<B: AutodiffBackend, M: AutodiffModule<B>>(
-    module: &M,
+///
+/// The parameters are taken out of the module, which holds an empty placeholder (same rank,
+/// same `require_grad`) in their place until [`apply`] puts the new values back: a step that
+/// updates a buffer in place (the CPU's fused steps do) then finds it unshared, instead of
+/// copying every parameter because the module still refers to it.
+pub(crate) fn take<B: AutodiffBackend, M: AutodiffModule<B>>(
+    module: M,
     grads: &mut GradientsParams,
-) -> Vec<Collected<B::InnerBackend>> {
-    let mut collector = Collector::<B> {
+) -> (M, Vec<Collected<B::InnerBackend>>) {
+    let mut taker = Taker::<B> {
         grads,
         seen: HashSet::new(),
         items: Vec::new(),
     };
-    module.visit(&mut collector);
-    collector.items
+    let module = module.map(&mut taker);
+    (module, taker.items)
 }
 
-struct Collector<'a, B: AutodiffBackend> {
+struct Taker<'a, B: AutodiffBackend> {
     grads: &'a mut GradientsParams,
     seen: HashSet<ParamId>,
     items: Vec<Collected<B::InnerBackend>>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for Collector<'_, B> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if !self.seen.insert(param.id) {
-            return;
+impl<B: AutodiffBackend> ModuleMapper<B> for Taker<'_, B> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        if !self.seen.insert(id) {
+            return Param::from_mapped_value(id, tensor, mapper);
         }
-        let Some(grad) = self.grads.remove::<B::InnerBackend, D>(param.id) else {
-            return;
+        let Some(grad) = self.grads.remove::<B::InnerBackend, D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
         };
-        let param_value = param.val().inner();
+        let require_grad = tensor.is_require_grad();
+        let device = tensor.device();
+        let value = tensor.inner();
         // Master weights keep their dtype (f32); a gradient in another dtype is cast to it.
-        let grad = grad.cast(param_value.dtype());
+        let grad = grad.cast(value.dtype());
         self.items.push(Collected {
-            id: param.id,
-            param: param_value.into_primitive().tensor(),
+            id,
+            param: value.into_primitive().tensor(),
             grad: grad.into_primitive().tensor(),
         });
+        let mut placeholder = Tensor::<B, D>::empty([0; D], &device);
+        if require_grad {
+            placeholder = placeholder.require_grad();
+        }
+        Param::from_mapped_value(id, placeholder, mapper)
     }
 }
 

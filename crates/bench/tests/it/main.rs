@@ -10,4 +10,5 @@ mod tier2 {
 }
 mod tier3 {
     mod bench_harness;
+    mod in_place_optimizer;
 }

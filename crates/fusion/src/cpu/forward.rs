@@ -3,7 +3,7 @@
 //!
 //! `CpuFlex` shares Flex's primitive types, so each method is a plain call of Flex's op;
 //! the ops in `super::overrides` are burnacc's own (broadcasting element-wise ops,
-//! convolution backward, batched products against one matrix, Bernoulli draws, GELU).
+//! convolution backward, linear layers and matrix products, Bernoulli draws, GELU, ...).
 #![allow(unused_imports, clippy::too_many_arguments)]
 
 use super::{CpuFlex, convert, overrides};
@@ -298,10 +298,10 @@ impl BoolTensorOps<Self> for CpuFlex {
 impl ModuleOps<Self> for CpuFlex {
     fn embedding(weights: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> { Flex::embedding(weights, indices) }
     fn embedding_backward(weights: FloatTensor<Self>, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> { Flex::embedding_backward(weights, output_grad, indices) }
-    fn linear(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> { Flex::linear(x, weight, bias) }
-    fn linear_x_backward(weight: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::linear_x_backward(weight, output_grad) }
-    fn linear_weight_backward(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::linear_weight_backward(x, output_grad) }
-    fn linear_bias_backward(output_grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::linear_bias_backward(output_grad) }
+    fn linear(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> { overrides::linear(x, weight, bias) }
+    fn linear_x_backward(weight: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_x_backward(weight, output_grad) }
+    fn linear_weight_backward(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_weight_backward(x, output_grad) }
+    fn linear_bias_backward(output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_bias_backward(output_grad) }
     fn conv1d(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>, options: ConvOptions<1>) -> FloatTensor<Self> { Flex::conv1d(x, weight, bias, options) }
     fn conv1d_x_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, output_grad: FloatTensor<Self>, options: ConvOptions<1>) -> FloatTensor<Self> { Flex::conv1d_x_backward(x, weight, output_grad, options) }
     fn conv1d_weight_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, output_grad: FloatTensor<Self>, options: ConvOptions<1>) -> FloatTensor<Self> { Flex::conv1d_weight_backward(x, weight, output_grad, options) }

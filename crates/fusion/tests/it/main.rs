@@ -10,6 +10,7 @@ mod tier2 {
     mod gelu;
     mod kernel_support;
     mod layer_norm;
+    mod linear;
     mod matmul_random;
     mod reshape_views;
     mod window_softmax;

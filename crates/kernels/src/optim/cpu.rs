@@ -24,12 +24,25 @@ pub(crate) fn all_f32<'a>(tensors: impl IntoIterator<Item = &'a FlexTensor>) -> 
     tensors.into_iter().all(|t| t.dtype() == DType::F32)
 }
 
-/// A contiguous tensor this code may write: `tensor` itself when it owns its whole buffer,
-/// else a copy.
+/// A contiguous tensor this code may write: `tensor` itself when it is the only reference to
+/// a buffer it covers exactly, else a copy (counted: [`counters::BUFFER_COPIES`]).
+///
+/// Flex's `to_contiguous` returns a second reference to a buffer that is already contiguous,
+/// so calling it on the tensor that is about to be written would make every write a copy.
 fn writable(tensor: FlexTensor) -> FlexTensor {
-    let mut tensor = tensor.to_contiguous();
+    let input = tensor.storage::<f32>().as_ptr();
+    let len = tensor.layout().num_elements();
+    let whole_buffer = tensor.layout().contiguous_offsets() == Some((0, len))
+        && tensor.storage::<f32>().len() == len;
+    let mut tensor = if whole_buffer {
+        tensor
+    } else {
+        tensor.to_contiguous()
+    };
     // Copy-on-write: copies only when the buffer is shared.
-    tensor.storage_mut::<f32>();
+    if tensor.storage_mut::<f32>().as_ptr() != input {
+        counters::BUFFER_COPIES.bump();
+    }
     tensor
 }
 

@@ -32,7 +32,9 @@ mod kernel;
 pub mod launch;
 pub mod reference;
 
-pub use counters::{multi_tensor_adam_launches, multi_tensor_sgd_launches};
+pub use counters::{
+    multi_tensor_adam_launches, multi_tensor_buffer_copies, multi_tensor_sgd_launches,
+};
 pub use group::{AdamGroup, AdamHyper, AdamUpdate, SgdGroup, SgdHyper, SgdUpdate};
 
 use burn::tensor::backend::Backend;

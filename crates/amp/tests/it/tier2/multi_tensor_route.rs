@@ -4,7 +4,9 @@
 //! - routed to the plain-Burn reference on NdArray: bit-identical parameters and state (the
 //!   plumbing: collection, per-parameter step counters, skip, state round trip);
 //! - routed to Flex's fused loop and to the CubeCL kernels through Fusion on wgpu: equal to
-//!   f32 precision, and the fused launch counters increased.
+//!   f32 precision, and the fused launch counters increased; on Flex every parameter and
+//!   state buffer is updated in place (the optimizer takes the parameters out of the module
+//!   instead of copying them).
 
 use crate::common::*;
 use burn::backend::Wgpu;
@@ -14,7 +16,8 @@ use burnacc_amp::optim::{
     AdamConfig, SgdConfig, SyncFreeOptimizer, route_adam_of_backend, route_sgd_of_backend,
 };
 use burnacc_kernels::optim::{
-    MultiTensorOptim, multi_tensor_adam_launches, multi_tensor_sgd_launches,
+    MultiTensorOptim, multi_tensor_adam_launches, multi_tensor_buffer_copies,
+    multi_tensor_sgd_launches,
 };
 
 /// Steps of each run; the step at [`SKIPPED`] has `found_inf = 1`.
@@ -139,7 +142,13 @@ fn routed_reference_is_bit_identical_on_ndarray() {
 #[test]
 fn flex_fused_loop_matches_per_parameter_path() {
     let (adam, sgd) = (multi_tensor_adam_launches(), multi_tensor_sgd_launches());
+    let copies = multi_tensor_buffer_copies();
     check::<Autodiff<Flex>>("Flex", Some(1e-5));
+    assert_eq!(
+        multi_tensor_buffer_copies(),
+        copies,
+        "the fused loops copied parameters or state instead of updating them in place"
+    );
     assert!(
         multi_tensor_adam_launches() > adam,
         "the fused Adam loop did not run"

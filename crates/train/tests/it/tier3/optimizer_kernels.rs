@@ -4,7 +4,9 @@
 //! ran. Keys the recipe cannot honour are errors that name them.
 
 use crate::common::{losses, rel, tiny_recipe};
-use burnacc_kernels::optim::{multi_tensor_adam_launches, multi_tensor_sgd_launches};
+use burnacc_kernels::optim::{
+    multi_tensor_adam_launches, multi_tensor_buffer_copies, multi_tensor_sgd_launches,
+};
 use burnacc_train::recipe::{DeviceSpec, Mode};
 use burnacc_train::recipe::{Recipe, parse_recipe};
 use burnacc_train::stack::Stack;
@@ -49,6 +51,7 @@ fn fused_sgd_tracks_the_per_parameter_step_on_the_cpu() {
     ];
     let plain = run(dir.path(), Stack::new(Mode::Acc, DeviceSpec::Cpu), &acc);
     let before = multi_tensor_sgd_launches();
+    let copies = multi_tensor_buffer_copies();
     let fused = run(
         dir.path(),
         Stack::new(Mode::Acc, DeviceSpec::Cpu),
@@ -58,6 +61,12 @@ fn fused_sgd_tracks_the_per_parameter_step_on_the_cpu() {
     assert!(
         multi_tensor_sgd_launches() - before >= STEPS as u64,
         "the fused SGD did not run"
+    );
+    // The optimizer holds the only reference to each parameter and momentum buffer.
+    assert_eq!(
+        multi_tensor_buffer_copies(),
+        copies,
+        "the fused SGD copied parameters or state instead of updating them in place"
     );
     assert_tracks(&fused, &plain);
 }

@@ -321,3 +321,23 @@ fn the_fused_quick_gelu_trains_like_burns_ops() {
         "{gelu:?} {plain:?}"
     );
 }
+
+#[test]
+fn adamw_updates_the_parameters_in_place() {
+    if !data_present() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let adam = burnacc_kernels::optim::multi_tensor_adam_launches();
+    let copies = burnacc_kernels::optim::multi_tensor_buffer_copies();
+    run(root.path(), 3, &[]);
+    assert!(
+        burnacc_kernels::optim::multi_tensor_adam_launches() > adam,
+        "acc's fused AdamW did not run"
+    );
+    assert_eq!(
+        burnacc_kernels::optim::multi_tensor_buffer_copies(),
+        copies,
+        "the fused AdamW copied parameters or state: something else still holds them"
+    );
+}
