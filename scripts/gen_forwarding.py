@@ -5,7 +5,8 @@ Usage: python3 scripts/gen_forwarding.py [--flex] [BURN_BACKEND_SRC_DIR]
 
 With `--flex` it writes crates/fusion/src/cpu/forward.rs instead: `CpuFlex` (burnacc-fusion's
 CPU backend, which shares Flex's primitive types) forwarding every op to Flex, without counters
-or autocast; methods named in `FLEX_OVERRIDES` call `crate::cpu::overrides::<name>`.
+or autocast; methods named in `FLEX_OVERRIDES` call `crate::cpu::overrides::<name>`, and those
+named in `FLEX_DEFAULTS` are left out (Burn's default implementation runs on `CpuFlex`).
 
 The input is burn-backend 0.21.0's `src/backend/ops` (found in the cargo registry when no path is
 given). Every method of the seven op traits (FloatTensorOps, IntTensorOps, BoolTensorOps,
@@ -60,10 +61,15 @@ FLEX_OVERRIDES = {
     "gelu_backward",
     "conv2d_x_backward",
     "conv2d_weight_backward",
-    "linear",
-    "linear_x_backward",
     "linear_weight_backward",
     "linear_bias_backward",
+}
+
+# Ops `CpuFlex` leaves to Burn's default decomposition (`--flex`): no method is generated, so
+# the trait's default runs on `CpuFlex`'s own ops instead of Flex's.
+FLEX_DEFAULTS = {
+    "linear",
+    "linear_x_backward",
 }
 
 # Backend-parametrised wrapper types: how to move a value between `Acc<B>` and `B`.
@@ -308,13 +314,14 @@ def main_flex(src):
         out.append("impl %s<Self> for CpuFlex {" % trait)
         for sig in top_level_fns(body):
             name, args, ret = parse(sig)
-            out.append(render_flex(name, args, ret))
             names.append(name)
+            if name not in FLEX_DEFAULTS:
+                out.append(render_flex(name, args, ret))
         out.append("}")
         out.append("")
-    missing = [n for n in FLEX_OVERRIDES if n not in names]
+    missing = [n for n in FLEX_OVERRIDES | FLEX_DEFAULTS if n not in names]
     if missing:
-        sys.exit("FLEX_OVERRIDES names that are not ops: %s" % missing)
+        sys.exit("FLEX_OVERRIDES or FLEX_DEFAULTS names that are not ops: %s" % missing)
     dest = os.path.join(
         os.path.dirname(__file__), "..", "crates", "fusion", "src", "cpu", "forward.rs"
     )

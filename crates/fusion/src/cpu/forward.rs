@@ -298,8 +298,6 @@ impl BoolTensorOps<Self> for CpuFlex {
 impl ModuleOps<Self> for CpuFlex {
     fn embedding(weights: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> { Flex::embedding(weights, indices) }
     fn embedding_backward(weights: FloatTensor<Self>, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> { Flex::embedding_backward(weights, output_grad, indices) }
-    fn linear(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> { overrides::linear(x, weight, bias) }
-    fn linear_x_backward(weight: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_x_backward(weight, output_grad) }
     fn linear_weight_backward(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_weight_backward(x, output_grad) }
     fn linear_bias_backward(output_grad: FloatTensor<Self>) -> FloatTensor<Self> { overrides::linear_bias_backward(output_grad) }
     fn conv1d(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>, options: ConvOptions<1>) -> FloatTensor<Self> { Flex::conv1d(x, weight, bias, options) }

@@ -26,24 +26,17 @@ pub(crate) fn all_f32<'a>(tensors: impl IntoIterator<Item = &'a FlexTensor>) -> 
 
 /// A contiguous tensor this code may write: `tensor` itself when it is the only reference to
 /// a buffer it covers exactly, else a copy (counted: [`counters::BUFFER_COPIES`]).
-///
-/// Flex's `to_contiguous` returns a second reference to a buffer that is already contiguous,
-/// so calling it on the tensor that is about to be written would make every write a copy.
 fn writable(tensor: FlexTensor) -> FlexTensor {
     let input = tensor.storage::<f32>().as_ptr();
-    let len = tensor.layout().num_elements();
-    let whole_buffer = tensor.layout().contiguous_offsets() == Some((0, len))
-        && tensor.storage::<f32>().len() == len;
-    let mut tensor = if whole_buffer {
-        tensor
-    } else {
-        tensor.to_contiguous()
-    };
+    // Flex's `to_contiguous` returns another reference to a buffer that is already contiguous:
+    // the input is dropped before the write, so that only a buffer shared elsewhere is copied.
+    let mut contiguous = tensor.to_contiguous();
+    drop(tensor);
     // Copy-on-write: copies only when the buffer is shared.
-    if tensor.storage_mut::<f32>().as_ptr() != input {
+    if contiguous.storage_mut::<f32>().as_ptr() != input {
         counters::BUFFER_COPIES.bump();
     }
-    tensor
+    contiguous
 }
 
 /// The elements of a contiguous f32 view (a copy when strided).

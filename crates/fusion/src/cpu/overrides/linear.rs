@@ -1,36 +1,20 @@
-//! `nn::Linear`'s op and its backward on `CpuFlex`'s own ops. Burn's default decompositions
-//! called through Flex would run Flex's products (outputs zero-filled and copied, one product
-//! per batch matrix) instead of burnacc's; and its weight gradient is one product per batch
-//! matrix followed by a sum over the batch, where one product over every position gives the
-//! sum directly.
+//! The gradients of `nn::Linear`'s weight and bias on `CpuFlex`'s own ops. Burn's default
+//! weight gradient is one product per batch matrix followed by a sum over the batch, where one
+//! product over every position gives the sum directly. (The forward and the input gradient are
+//! Burn's defaults, which `CpuFlex` runs on its own products: `FLEX_DEFAULTS` of
+//! scripts/gen_forwarding.py. Called through Flex they ran Flex's products, whose outputs are
+//! zero-filled and copied.)
 //!
 //! Shapes: `x [.., in]`, `weight [in, out]`, `bias [out]`, `output_grad [.., out]`, any
 //! number of leading dimensions (the same for `x` and `output_grad`). Any float dtype: the
 //! ops below keep their own f32-or-Flex choice.
 
-use super::{float_add, float_matmul, float_reshape};
+use super::{float_matmul, float_reshape};
 use crate::counters::LINEAR_WEIGHT_GRAD;
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::Shape;
 use burn::tensor::ops::FloatTensorOps;
-
-/// `x · weight [+ bias]`.
-pub fn linear(x: FlexTensor, weight: FlexTensor, bias: Option<FlexTensor>) -> FlexTensor {
-    let rank = x.layout().num_dims();
-    let output = float_matmul(x, unsqueeze_leading(weight, rank));
-    match bias {
-        Some(bias) => float_add(output, unsqueeze_leading(bias, rank)),
-        None => output,
-    }
-}
-
-/// `output_grad · weightᵀ`: the gradient of `x`.
-pub fn linear_x_backward(weight: FlexTensor, output_grad: FlexTensor) -> FlexTensor {
-    let rank = output_grad.layout().num_dims();
-    let weight_t = Flex::float_swap_dims(weight, 0, 1);
-    float_matmul(output_grad, unsqueeze_leading(weight_t, rank))
-}
 
 /// `xᵀ · output_grad` summed over every leading position: one `[in, P] × [P, out]` product,
 /// `P` the number of positions.
@@ -58,16 +42,4 @@ fn as_rows(t: FlexTensor) -> FlexTensor {
 fn last_dim(t: &FlexTensor) -> usize {
     let shape = t.layout().shape();
     shape[shape.num_dims() - 1]
-}
-
-/// `t` with size-1 dimensions prepended up to `rank` (a view).
-fn unsqueeze_leading(t: FlexTensor, rank: usize) -> FlexTensor {
-    let shape = t.layout().shape();
-    let own = shape.num_dims();
-    if own >= rank {
-        return t;
-    }
-    let mut dims = vec![1usize; rank - own];
-    dims.extend((0..own).map(|d| shape[d]));
-    float_reshape(t, Shape::from(dims))
 }

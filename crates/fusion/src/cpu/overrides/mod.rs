@@ -14,7 +14,7 @@ mod zeros;
 pub use activation::{gelu, gelu_backward};
 pub use binary::{float_add, float_div, float_mul, float_sub};
 pub use conv::{conv2d_weight_backward, conv2d_x_backward};
-pub use linear::{linear, linear_bias_backward, linear_weight_backward, linear_x_backward};
+pub use linear::{linear_bias_backward, linear_weight_backward};
 pub use matmul::float_matmul;
 pub use random::float_random;
 pub use reshape::{float_reshape, view_strides};
