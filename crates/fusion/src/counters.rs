@@ -35,6 +35,10 @@ impl Counter {
     }
 }
 
+/// Fused element-wise chains run as one pass (`cpu::elementwise`).
+pub static ELEMENTWISE_FUSED: Counter = Counter::new("cpu_elementwise_fused");
+/// Ops run inside fused element-wise chains.
+pub static ELEMENTWISE_FUSED_OPS: Counter = Counter::new("cpu_elementwise_fused_ops");
 /// Element-wise binary ops (add, sub, mul, div) with broadcast or strided f32 inputs, run by
 /// burnacc's strided kernel instead of Flex's per-element index iterator.
 pub static BROADCAST_BINARY: Counter = Counter::new("cpu_broadcast_binary");

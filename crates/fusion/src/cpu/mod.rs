@@ -1,6 +1,7 @@
 //! [`CpuFlex`]: Flex's primitives and ops, burnacc's overrides, Burn's fusion IR.
 
 mod convert;
+pub mod elementwise;
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
 pub mod host_memory;

@@ -39,52 +39,16 @@ impl<const K: usize> StridedPlan<K> {
     /// The plan for `shape` (the output's) read through `layouts`, each of `shape` or
     /// broadcastable to it (same rank; size 1 or equal per dimension).
     pub fn new(shape: &[usize], layouts: [&Layout; K]) -> Self {
-        let rank = shape.len();
-        let strides: [Vec<isize>; K] = std::array::from_fn(|k| {
-            let layout = layouts[k];
-            assert_eq!(
-                layout.num_dims(),
-                rank,
-                "strided plan: operand {k} of rank {} for an output of rank {rank}",
-                layout.num_dims()
-            );
-            (0..rank)
-                .map(|d| {
-                    let size = layout.shape()[d];
-                    assert!(
-                        size == shape[d] || size == 1,
-                        "strided plan: operand {k} of size {size} on dimension {d} does not \
-                         broadcast to {}",
-                        shape[d]
-                    );
-                    if size == 1 { 0 } else { layout.strides()[d] }
-                })
-                .collect()
-        });
+        let strides: Vec<Vec<isize>> = layouts
+            .iter()
+            .enumerate()
+            .map(|(k, layout)| broadcast_strides(shape, layout, k))
+            .collect();
         let offsets = std::array::from_fn(|k| layouts[k].start_offset());
-
-        // Drop dimensions of size 1, then merge each dimension into the next inner one when
-        // every operand steps over the inner one exactly (stride_outer = stride_inner · size).
-        let mut dims: Vec<(usize, [isize; K])> = Vec::with_capacity(rank);
-        for d in 0..rank {
-            if shape[d] == 1 {
-                continue;
-            }
-            let s = std::array::from_fn(|k| strides[k][d]);
-            dims.push((shape[d], s));
-        }
-        let mut merged: Vec<(usize, [isize; K])> = Vec::with_capacity(dims.len());
-        for (size, s) in dims {
-            if let Some((prev_size, prev)) = merged.last_mut() {
-                let mergeable = (0..K).all(|k| prev[k] == s[k] * size as isize);
-                if mergeable {
-                    *prev_size *= size;
-                    *prev = s;
-                    continue;
-                }
-            }
-            merged.push((size, s));
-        }
+        let mut merged: Vec<(usize, [isize; K])> = coalesce(shape, &strides)
+            .into_iter()
+            .map(|(size, s)| (size, std::array::from_fn(|k| s[k])))
+            .collect();
         let (row, row_strides) = merged.pop().unwrap_or((1, [0; K]));
         let outer: Vec<usize> = merged.iter().map(|(size, _)| *size).collect();
         let outer_strides = std::array::from_fn(|k| merged.iter().map(|(_, s)| s[k]).collect());
@@ -149,6 +113,52 @@ impl<const K: usize> StridedPlan<K> {
                 }
             });
     }
+}
+
+/// The strides of operand `k` (of `layout`) walked over an output of `shape`: its own, and 0 on
+/// the dimensions where it has size 1 (broadcast). Same rank, size 1 or equal per dimension.
+pub fn broadcast_strides(shape: &[usize], layout: &Layout, k: usize) -> Vec<isize> {
+    let rank = shape.len();
+    assert_eq!(
+        layout.num_dims(),
+        rank,
+        "strided plan: operand {k} of rank {} for an output of rank {rank}",
+        layout.num_dims()
+    );
+    (0..rank)
+        .map(|d| {
+            let size = layout.shape()[d];
+            assert!(
+                size == shape[d] || size == 1,
+                "strided plan: operand {k} of size {size} on dimension {d} does not broadcast to {}",
+                shape[d]
+            );
+            if size == 1 { 0 } else { layout.strides()[d] }
+        })
+        .collect()
+}
+
+/// The dimensions of `shape` as the operands walk them, outermost first, each with every
+/// operand's stride (`strides[k][d]`): dimensions of size 1 dropped, and each dimension merged
+/// into the next inner one when every operand steps over the inner one exactly
+/// (`stride_outer = stride_inner · size_inner`).
+pub fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> Vec<(usize, Vec<isize>)> {
+    let mut merged: Vec<(usize, Vec<isize>)> = Vec::with_capacity(shape.len());
+    for (d, &size) in shape.iter().enumerate() {
+        if size == 1 {
+            continue;
+        }
+        let s: Vec<isize> = strides.iter().map(|operand| operand[d]).collect();
+        if let Some((prev_size, prev)) = merged.last_mut()
+            && prev.iter().zip(&s).all(|(&p, &i)| p == i * size as isize)
+        {
+            *prev_size *= size;
+            *prev = s;
+            continue;
+        }
+        merged.push((size, s));
+    }
+    merged
 }
 
 /// The shape two operands broadcast to (same rank), or `None` when they do not.

@@ -6,6 +6,7 @@ mod tier2 {
     mod bias_dropout_add;
     mod broadcast_binary;
     mod conv_backward;
+    mod elementwise_fusion;
     mod empty_inputs;
     mod gelu;
     mod kernel_support;
