@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite by tier (default: every tier, as CI runs it):
 #   tier 1  recipes and data (the Burn-free crates: burnacc-recipe, burnacc-datasets); builds in
-#           a few minutes without Burn
+#           a few minutes without Burn. burnacc-fusion's tier-1 tests (its fusers on hand-built
+#           op sequences) need Burn's IR, so they run with the whole suite, not with --tier 1
 #   tier 2  conformance of every op on the shipped stacks (Flex, NdArray, Acc, and wgpu on Mesa's
 #           lavapipe) against an f64 reference; kernels, models against PyTorch fixtures
 #   tier 3  training end to end: every mode, ResNet, Swin, BERT, data parallelism, bench

@@ -39,6 +39,9 @@ impl Counter {
 pub static ELEMENTWISE_FUSED: Counter = Counter::new("cpu_elementwise_fused");
 /// Ops run inside fused element-wise chains.
 pub static ELEMENTWISE_FUSED_OPS: Counter = Counter::new("cpu_elementwise_fused_ops");
+/// Strided f32 views copied to row-major buffers by rows of contiguous runs
+/// (`kernels::contiguous`) instead of Flex's per-element copy.
+pub static STRIDED_COPY: Counter = Counter::new("cpu_strided_copy");
 /// Element-wise binary ops (add, sub, mul, div) with broadcast or strided f32 inputs, run by
 /// burnacc's strided kernel instead of Flex's per-element index iterator.
 pub static BROADCAST_BINARY: Counter = Counter::new("cpu_broadcast_binary");

@@ -8,6 +8,7 @@
 use super::CpuFlex;
 use crate::counters;
 use crate::kernels::bias_dropout_add::{bias_dropout_add_backward, bias_dropout_add_forward};
+use crate::kernels::contiguous::contiguous;
 use crate::kernels::gelu::{
     bias_gelu_backward, bias_gelu_forward, quick_gelu_backward, quick_gelu_forward,
 };
@@ -47,8 +48,7 @@ fn values(tensor: &FlexTensor) -> Cow<'_, [f32]> {
     match tensor.as_slice::<f32>() {
         Some(values) => Cow::Borrowed(values),
         None => Cow::Owned(
-            tensor
-                .to_contiguous()
+            contiguous(tensor.clone())
                 .as_slice::<f32>()
                 .expect("contiguous")
                 .to_vec(),

@@ -19,6 +19,7 @@
 //!
 //! The sums are the same as Burn's, in another order: results agree to f32 rounding.
 
+use super::contiguous::contiguous;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::ops::{ConvOptions, FloatTensorOps};
@@ -116,8 +117,8 @@ pub fn conv2d_weight_backward_f32(
     grad: FlexTensor,
     options: &ConvOptions<2>,
 ) -> FlexTensor {
-    let x = x.to_contiguous();
-    let grad = grad.to_contiguous();
+    let x = contiguous(x);
+    let grad = contiguous(grad);
     let g = Geometry::new(
         x.layout().shape(),
         weight.layout().shape(),
@@ -151,8 +152,8 @@ pub fn conv2d_x_backward_f32(
     grad: FlexTensor,
     options: &ConvOptions<2>,
 ) -> FlexTensor {
-    let weight = weight.to_contiguous();
-    let grad = grad.to_contiguous();
+    let weight = contiguous(weight);
+    let grad = contiguous(grad);
     let g = Geometry::new(
         x.layout().shape(),
         weight.layout().shape(),

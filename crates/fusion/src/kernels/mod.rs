@@ -2,6 +2,7 @@
 
 pub mod bias_dropout_add;
 pub mod binary;
+pub mod contiguous;
 pub mod conv_backward;
 pub mod gelu;
 pub mod layer_norm;

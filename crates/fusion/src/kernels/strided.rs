@@ -71,6 +71,11 @@ impl<const K: usize> StridedPlan<K> {
         self.row_strides
     }
 
+    /// Dimensions after coalescing, the row included (0 for a scalar).
+    pub fn rank(&self) -> usize {
+        self.outer.len() + usize::from(self.row > 1 || !self.outer.is_empty())
+    }
+
     /// Number of rows.
     pub fn rows(&self) -> usize {
         self.outer.iter().product()
@@ -104,6 +109,13 @@ impl<const K: usize> StridedPlan<K> {
             return;
         }
         let rows_per_task = TASK_ELEMENTS.div_ceil(row).max(1);
+        if out.len() <= rows_per_task * row {
+            // One task: run it here rather than wake a worker and wait for it.
+            for (i, out_row) in out.chunks_mut(row).enumerate() {
+                body(out_row, self.row_offsets(i));
+            }
+            return;
+        }
         out.par_chunks_mut(rows_per_task * row)
             .enumerate()
             .for_each(|(task, chunk)| {

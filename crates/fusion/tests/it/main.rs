@@ -1,10 +1,15 @@
 //! burnacc-fusion's tests, one binary. The modules `tier1`, `tier2`, `tier3` are the test tiers
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
+mod tier1 {
+    mod elementwise_fuser;
+}
+
 mod tier2 {
     mod autodiff_kernels;
     mod bias_dropout_add;
     mod broadcast_binary;
+    mod contiguous_copy;
     mod conv_backward;
     mod elementwise_fusion;
     mod empty_inputs;

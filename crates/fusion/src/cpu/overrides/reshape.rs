@@ -2,9 +2,11 @@
 //! `view` does: Flex copies every reshape of a tensor that is not contiguous from offset 0,
 //! although dropping or adding size-1 dimensions, or splitting and merging dimensions that
 //! are laid out one inside the other, needs no copy (attention's `narrow(…).reshape(…)` of
-//! `q`, `k` and `v`, a slice along the first dimension, the gradients of such views).
+//! `q`, `k` and `v`, a slice along the first dimension, the gradients of such views). The
+//! reshapes that do need a copy use burnacc's row copy (`kernels::contiguous`).
 
 use crate::counters::RESHAPE_VIEW;
+use crate::kernels::contiguous::contiguous;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::Shape;
@@ -22,7 +24,7 @@ pub fn float_reshape(tensor: FlexTensor, shape: Shape) -> FlexTensor {
             let start = layout.start_offset();
             tensor.with_layout(Layout::new(shape, strides, start))
         }
-        None => Flex::float_reshape(tensor, shape),
+        None => Flex::float_reshape(contiguous(tensor), shape),
     }
 }
 
