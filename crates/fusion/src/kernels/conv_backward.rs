@@ -87,6 +87,24 @@ impl Geometry {
             .filter(|&ih| ih < self.h)
     }
 
+    /// For a stride of 1 along the width: the output columns `ow0..ow1` that kernel column `k`
+    /// reads inside the input, and the input column of `ow0` (the others follow one by one).
+    /// `None` for larger strides.
+    #[inline]
+    fn unit_stride_cols(&self, k: usize) -> Option<(usize, usize, usize)> {
+        if self.stride[1] != 1 {
+            return None;
+        }
+        // iw = ow + reach − padding: inside for padding − reach ≤ ow < w + padding − reach.
+        let (reach, pad) = (k * self.dilation[1], self.padding[1]);
+        let ow0 = pad.saturating_sub(reach);
+        let ow1 = (self.w + pad).saturating_sub(reach).min(self.wo);
+        if ow1 <= ow0 {
+            return Some((0, 0, 0));
+        }
+        Some((ow0, ow1, ow0 + reach - pad))
+    }
+
     /// The input column an output column `ow` reads through kernel column `k`, if inside.
     #[inline]
     fn input_col(&self, ow: usize, k: usize) -> Option<usize> {
@@ -197,6 +215,11 @@ fn im2col(g: &Geometry, x: &[f32], first: usize, images: usize) -> FlexTensor {
                 };
                 let src = &plane[ih * g.w..(ih + 1) * g.w];
                 let dst = &mut row[n * p + oh * g.wo..][..g.wo];
+                if let Some((ow0, ow1, iw0)) = g.unit_stride_cols(kw) {
+                    // One run of the input row (the padding stays 0).
+                    dst[ow0..ow1].copy_from_slice(&src[iw0..iw0 + (ow1 - ow0)]);
+                    continue;
+                }
                 for (ow, d) in dst.iter_mut().enumerate() {
                     if let Some(iw) = g.input_col(ow, kw) {
                         *d = src[iw];
@@ -251,6 +274,13 @@ fn col2im(g: &Geometry, dcols: &[f32], images: usize, planes: &mut [f32]) {
                         };
                         let dst = &mut plane[ih * g.w..(ih + 1) * g.w];
                         let src = &row[oh * g.wo..(oh + 1) * g.wo];
+                        if let Some((ow0, ow1, iw0)) = g.unit_stride_cols(kw) {
+                            let dst = &mut dst[iw0..iw0 + (ow1 - ow0)];
+                            for (d, &v) in dst.iter_mut().zip(&src[ow0..ow1]) {
+                                *d += v;
+                            }
+                            continue;
+                        }
                         for (ow, &v) in src.iter().enumerate() {
                             if let Some(iw) = g.input_col(ow, kw) {
                                 dst[iw] += v;

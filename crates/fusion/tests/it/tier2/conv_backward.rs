@@ -77,3 +77,12 @@ fn matches_burns_backward_on_resnet_shapes() {
 fn matches_burns_backward_with_dilation() {
     check([1, 4, 12, 10], 3, 3, 1, 2, 2);
 }
+
+#[test]
+fn matches_burns_backward_on_narrow_padded_images() {
+    // Unit stride with padding wider than the image: kernel columns that read nothing, or
+    // only part of each output row.
+    check([2, 3, 4, 2], 4, 3, 1, 2, 1);
+    check([1, 2, 3, 1], 2, 3, 1, 1, 1);
+    check([2, 2, 5, 3], 3, 5, 1, 4, 1);
+}
