@@ -2,14 +2,15 @@
 //!
 //! [`CpuFlex`] is burnacc's CPU backend: Flex (Burn's CPU backend) with its primitive types and
 //! every op, except where burnacc has a faster one (element-wise ops that broadcast or read
-//! strided inputs, scalar ops on views, reshapes of views as views, zeros and matrix products
-//! written once into their output buffer, the convolution backward as one large matrix
-//! product, a batch of products against one matrix as one product, Bernoulli masks, GELU with
-//! a branch-free erf, and burnacc's fused kernels:
+//! strided inputs, scalar ops on views, reshapes of views as views and copies of strided views
+//! by contiguous rows, zeros and matrix products written once into their output buffer, the
+//! convolution backward as one large matrix product, a batch of products against one matrix
+//! as one product, Bernoulli masks, GELU with a branch-free erf, and burnacc's fused kernels:
 //! LayerNorm, bias + GELU, bias + dropout + add, Swin's window softmax), and with Burn's
 //! fusion IR (`BackendIr`) and a fusion runtime ([`CpuFusionRuntime`]), so that
 //! `Fusion<CpuFlex>` records every op in Burn's fusion stream and burnacc's fusers run
-//! recognised op sequences as single passes over memory.
+//! recognised op sequences as single passes over memory: chains of element-wise ops
+//! (`cpu::elementwise`).
 //!
 //! Shapes and dtypes: everything Flex stores (f32, f64, f16, bf16, ints, bools); burnacc's
 //! kernels compute f32 tensors and leave other dtypes to Flex.
