@@ -127,9 +127,13 @@ pub(crate) fn multi_tensor_sgd_flex(
             momentum_buffer: group.momentum_buffer,
         };
     }
-    let (lr, wd) = (hyper.lr as f32, hyper.weight_decay as f32);
-    // `1 − dampening` in f64 first, for the reason of `AdamScalars`.
-    let (momentum, one_minus_dampening) = (hyper.momentum as f32, (1.0 - hyper.dampening) as f32);
+    let scalars = SgdScalars {
+        lr: hyper.lr as f32,
+        wd: hyper.weight_decay as f32,
+        momentum: hyper.momentum as f32,
+        // `1 − dampening` in f64 first, for the reason of `AdamScalars`.
+        one_minus_dampening: (1.0 - hyper.dampening) as f32,
+    };
     let nesterov = hyper.nesterov;
     let first = group.first.as_ref().map(|f| values(f).into_owned());
     let mut buffers = group.momentum_buffer.into_iter();
@@ -147,23 +151,18 @@ pub(crate) fn multi_tensor_sgd_flex(
                     .expect("multi_tensor_sgd: momentum buffers need the `first` flags")[i]
                     > 0.0;
                 let mut buf = writable(buf);
-                param
-                    .storage_mut::<f32>()
-                    .par_chunks_mut(TASK_ELEMS)
-                    .zip(buf.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
-                    .zip(grad.par_chunks(TASK_ELEMS))
-                    .for_each(|((p, b), g)| {
-                        for ((p, b), &g) in p.iter_mut().zip(b).zip(g) {
-                            let g = g + wd * *p;
-                            *b = if starts {
-                                g
-                            } else {
-                                momentum * *b + one_minus_dampening * g
-                            };
-                            let direction = if nesterov { g + momentum * *b } else { *b };
-                            *p -= lr * direction;
-                        }
-                    });
+                let step = sgd_momentum_step(starts, nesterov);
+                let p = param.storage_mut::<f32>();
+                let b = buf.storage_mut::<f32>();
+                if p.len() <= TASK_ELEMS {
+                    // One task: here, rather than waking a worker and waiting for it.
+                    step(p, b, &grad, scalars);
+                } else {
+                    p.par_chunks_mut(TASK_ELEMS)
+                        .zip(b.par_chunks_mut(TASK_ELEMS))
+                        .zip(grad.par_chunks(TASK_ELEMS))
+                        .for_each(|((p, b), g)| step(p, b, g, scalars));
+                }
                 update.momentum_buffer.push(buf);
             }
             None => {
@@ -172,6 +171,7 @@ pub(crate) fn multi_tensor_sgd_flex(
                     .par_chunks_mut(TASK_ELEMS)
                     .zip(grad.par_chunks(TASK_ELEMS))
                     .for_each(|(p, g)| {
+                        let SgdScalars { lr, wd, .. } = scalars;
                         for (p, &g) in p.iter_mut().zip(g) {
                             *p -= lr * (g + wd * *p);
                         }
@@ -181,6 +181,47 @@ pub(crate) fn multi_tensor_sgd_flex(
         update.params.push(param);
     }
     update
+}
+
+/// The f32 scalars of an SGD step.
+#[derive(Clone, Copy)]
+struct SgdScalars {
+    lr: f32,
+    wd: f32,
+    momentum: f32,
+    one_minus_dampening: f32,
+}
+
+/// The SGD-with-momentum update of one run of `(param, buffer, grad)`, compiled once per
+/// pair of flags so that its loop has no branch and vectorises. `STARTS`: the buffer starts
+/// as the gradient (its first step); `NESTEROV`: Nesterov's direction.
+type SgdMomentumStep = fn(&mut [f32], &mut [f32], &[f32], SgdScalars);
+
+fn sgd_momentum_step(starts: bool, nesterov: bool) -> SgdMomentumStep {
+    match (starts, nesterov) {
+        (false, false) => sgd_momentum::<false, false>,
+        (false, true) => sgd_momentum::<false, true>,
+        (true, false) => sgd_momentum::<true, false>,
+        (true, true) => sgd_momentum::<true, true>,
+    }
+}
+
+fn sgd_momentum<const STARTS: bool, const NESTEROV: bool>(
+    p: &mut [f32],
+    b: &mut [f32],
+    g: &[f32],
+    s: SgdScalars,
+) {
+    for ((p, b), &g) in p.iter_mut().zip(b).zip(g) {
+        let g = g + s.wd * *p;
+        *b = if STARTS {
+            g
+        } else {
+            s.momentum * *b + s.one_minus_dampening * g
+        };
+        let direction = if NESTEROV { g + s.momentum * *b } else { *b };
+        *p -= s.lr * direction;
+    }
 }
 
 /// Shapes of `a` and `b` agree, else a panic naming the list.

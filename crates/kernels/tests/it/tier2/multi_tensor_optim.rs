@@ -23,8 +23,9 @@ use rand::{Rng, SeedableRng};
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Reference = NdArray<f64>;
 
-/// Shapes of one group: 30 tensors (more than one launch's 24), from a scalar-like `[1]` to
-/// tensors larger than one sweep of a small grid, and an empty one.
+/// Shapes of one group: 31 tensors (more than one launch's 24), from a scalar-like `[1]` to
+/// tensors larger than one sweep of a small grid (and than the CPU loop's parallel task), and
+/// an empty one.
 fn shapes() -> Vec<Vec<usize>> {
     let mut shapes = vec![
         vec![1],
@@ -37,6 +38,7 @@ fn shapes() -> Vec<Vec<usize>> {
         vec![5, 4097],
         vec![256],
         vec![2, 3, 4, 5],
+        vec![2, 40_001],
     ];
     for i in 0..20 {
         shapes.push(vec![i * 37 + 1, 3]);
@@ -379,7 +381,7 @@ fn cube_adam_matches_reference_and_launches_in_chunks() {
     let before = multi_tensor_adam_launches();
     check_adam::<Cube>("CubeBackend<wgpu>", FUSED_OPTIMIZER_F32);
     check_adam_skip::<Cube>();
-    // 6 groups of 30 tensors: at least 2 launches each.
+    // 6 groups of 31 tensors: at least 2 launches each.
     let launches = multi_tensor_adam_launches() - before;
     assert!(
         launches >= 12,
