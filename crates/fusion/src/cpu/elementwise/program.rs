@@ -198,55 +198,37 @@ pub fn run_tile(instrs: &[Instr], regs: &mut [f32], len: usize, scalars: &[f32])
     }
 }
 
-/// One loop per op (the `match` outside it), so each loop vectorises.
+/// `$body` inside a `match` on the binary op `$op`, with `$k` a constant of the matched
+/// variant: one loop per op (the `match` outside it), so that each loop vectorises.
+macro_rules! per_binary_op {
+    ($op:expr, $k:ident => $body:expr) => {
+        per_binary_op!(@arms $op, $k, $body,
+            Add, Sub, Mul, Div, Lower, LowerEqual, Greater, GreaterEqual, Equal)
+    };
+    (@arms $op:expr, $k:ident, $body:expr, $($variant:ident),*) => {
+        match $op {
+            $(Binary::$variant => {
+                const $k: Binary = Binary::$variant;
+                $body
+            })*
+        }
+    };
+}
+
 fn binary(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
-    macro_rules! each {
-        ($($op:ident),*) => {
-            match op {
-                $(Binary::$op => {
-                    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                        *o = Binary::$op.apply(x, y);
-                    }
-                })*
-            }
-        };
-    }
-    each!(
-        Add,
-        Sub,
-        Mul,
-        Div,
-        Lower,
-        LowerEqual,
-        Greater,
-        GreaterEqual,
-        Equal
-    )
+    per_binary_op!(op, OP => {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = OP.apply(x, y);
+        }
+    })
 }
 
 fn binary_scalar(op: Binary, a: &[f32], y: f32, out: &mut [f32]) {
-    macro_rules! each {
-        ($($op:ident),*) => {
-            match op {
-                $(Binary::$op => {
-                    for (o, &x) in out.iter_mut().zip(a) {
-                        *o = Binary::$op.apply(x, y);
-                    }
-                })*
-            }
-        };
-    }
-    each!(
-        Add,
-        Sub,
-        Mul,
-        Div,
-        Lower,
-        LowerEqual,
-        Greater,
-        GreaterEqual,
-        Equal
-    )
+    per_binary_op!(op, OP => {
+        for (o, &x) in out.iter_mut().zip(a) {
+            *o = OP.apply(x, y);
+        }
+    })
 }
 
 fn unary(op: Unary, a: &[f32], out: &mut [f32]) {

@@ -138,9 +138,9 @@ fn random_chain<B: Backend>(seed: u64) -> [Tensor<B, 4>; 2] {
     let shape = [2, 3 + rng.below(5) as usize, 1 + rng.below(9) as usize, 5];
     let pick = |rng: &mut HostRng, i: u64| {
         let mut s = shape;
-        for d in 0..4 {
+        for size in &mut s {
             if rng.below(3) == 0 {
-                s[d] = 1;
+                *size = 1;
             }
         }
         tensor::<B, 4>(s, seed * 100 + i)
