@@ -92,20 +92,29 @@ pub(crate) fn multi_tensor_adam_flex(
         let (mut param, mut m, mut v) = (writable(param), writable(m), writable(v));
         let grad = values(&grad);
         let (size, bc2) = (step_size[i], bc2_sqrt[i]);
-        param
-            .storage_mut::<f32>()
-            .par_chunks_mut(TASK_ELEMS)
-            .zip(m.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
-            .zip(v.storage_mut::<f32>().par_chunks_mut(TASK_ELEMS))
-            .zip(grad.par_chunks(TASK_ELEMS))
-            .for_each(|(((p, m), v), g)| {
-                for (((p, m), v), &g) in p.iter_mut().zip(m).zip(v).zip(g) {
-                    let g = g + grad_decay * *p;
-                    *m = beta1 * *m + one_minus_beta1 * g;
-                    *v = beta2 * *v + one_minus_beta2 * g * g;
-                    *p = *p * param_scale - size * *m / (v.sqrt() / bc2 + eps);
-                }
-            });
+        let step = |p: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]| {
+            for (((p, m), v), &g) in p.iter_mut().zip(m).zip(v).zip(g) {
+                let g = g + grad_decay * *p;
+                *m = beta1 * *m + one_minus_beta1 * g;
+                *v = beta2 * *v + one_minus_beta2 * g * g;
+                *p = *p * param_scale - size * *m / (v.sqrt() / bc2 + eps);
+            }
+        };
+        let (p, m_s, v_s) = (
+            param.storage_mut::<f32>(),
+            m.storage_mut::<f32>(),
+            v.storage_mut::<f32>(),
+        );
+        if p.len() <= TASK_ELEMS {
+            // One task: here, rather than waking a worker and waiting for it.
+            step(p, m_s, v_s, &grad);
+        } else {
+            p.par_chunks_mut(TASK_ELEMS)
+                .zip(m_s.par_chunks_mut(TASK_ELEMS))
+                .zip(v_s.par_chunks_mut(TASK_ELEMS))
+                .zip(grad.par_chunks(TASK_ELEMS))
+                .for_each(|(((p, m), v), g)| step(p, m, v, g));
+        }
         update.params.push(param);
         update.exp_avg.push(m);
         update.exp_avg_sq.push(v);
