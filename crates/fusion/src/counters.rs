@@ -21,7 +21,12 @@ impl Counter {
 
     /// Adds one.
     pub fn bump(&self) {
-        self.value.fetch_add(1, Ordering::Relaxed);
+        self.add(1);
+    }
+
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.value.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Calls so far.

@@ -22,11 +22,8 @@ pub fn contiguous(tensor: FlexTensor) -> FlexTensor {
         && layout.start_offset() == 0
         && tensor.bytes().len() == layout.num_elements() * tensor.dtype().size();
     if whole || tensor.dtype() != DType::F32 || layout.strides().iter().any(|&s| s < 0) {
-        return if whole {
-            tensor
-        } else {
-            tensor.to_contiguous()
-        };
+        // Flex's: the tensor itself when whole (another reference to its buffer).
+        return tensor.to_contiguous();
     }
     let plan = StridedPlan::new(&shape, [layout]);
     let [row_stride] = plan.row_strides();

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 /// Output elements a parallel task covers at least: small enough to balance two to a few
 /// dozen cores, large enough that task overhead (≈ 1 µs) stays below 1 %.
-const TASK_ELEMENTS: usize = 1 << 15;
+pub const TASK_ELEMENTS: usize = 1 << 15;
 
 /// How to walk `K` operands over a row-major output of one shape.
 #[derive(Clone, Debug, PartialEq, Eq)]

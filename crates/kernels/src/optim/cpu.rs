@@ -175,16 +175,20 @@ pub(crate) fn multi_tensor_sgd_flex(
                 update.momentum_buffer.push(buf);
             }
             None => {
-                param
-                    .storage_mut::<f32>()
-                    .par_chunks_mut(TASK_ELEMS)
-                    .zip(grad.par_chunks(TASK_ELEMS))
-                    .for_each(|(p, g)| {
-                        let SgdScalars { lr, wd, .. } = scalars;
-                        for (p, &g) in p.iter_mut().zip(g) {
-                            *p -= lr * (g + wd * *p);
-                        }
-                    });
+                let SgdScalars { lr, wd, .. } = scalars;
+                let step = |p: &mut [f32], g: &[f32]| {
+                    for (p, &g) in p.iter_mut().zip(g) {
+                        *p -= lr * (g + wd * *p);
+                    }
+                };
+                let p = param.storage_mut::<f32>();
+                if p.len() <= TASK_ELEMS {
+                    step(p, &grad);
+                } else {
+                    p.par_chunks_mut(TASK_ELEMS)
+                        .zip(grad.par_chunks(TASK_ELEMS))
+                        .for_each(|(p, g)| step(p, g));
+                }
             }
         }
         update.params.push(param);

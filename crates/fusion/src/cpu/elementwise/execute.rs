@@ -6,18 +6,12 @@ use super::program::{TILE, run_tile};
 use super::{ElementwiseOptimization, ElementwiseProgram};
 use crate::counters::{ELEMENTWISE_FUSED, ELEMENTWISE_FUSED_OPS};
 use crate::cpu::CpuFlex;
-use crate::kernels::strided::{broadcast_strides, coalesce};
+use crate::kernels::strided::{TASK_ELEMENTS, broadcast_strides, coalesce};
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::backend::ir::{HandleKind, ScalarIr, TensorStatus};
 use burn::tensor::{Bytes, DType, Shape};
 use burn_fusion::stream::{Context, ScalarId};
 use rayon::prelude::*;
-
-/// Elements below which the pass runs on the calling thread: waking the pool's workers costs
-/// more than they save on a small tensor.
-const PARALLEL_ELEMENTS: usize = 1 << 15;
-/// Tiles per parallel task.
-const TASK_TILES: usize = 32;
 
 impl ElementwiseOptimization {
     /// Runs the program: reads its inputs' handles, registers its outputs', releases the
@@ -25,9 +19,7 @@ impl ElementwiseOptimization {
     pub fn execute(&self, context: &mut Context<HandleKind<CpuFlex>>) {
         let program = &self.program;
         ELEMENTWISE_FUSED.bump();
-        for _ in &program.instrs {
-            ELEMENTWISE_FUSED_OPS.bump();
-        }
+        ELEMENTWISE_FUSED_OPS.add(program.instrs.len() as u64);
         let global = |id| {
             context
                 .tensors
@@ -102,12 +94,13 @@ pub fn run(
         .iter()
         .map(|o| Output::new(o.tensor.dtype, len))
         .collect();
-    // One task on the calling thread for a small pass; otherwise tasks of `TASK_TILES` tiles,
-    // each owning its range of every output.
-    let per_task = if len < PARALLEL_ELEMENTS {
+    // One task on the calling thread for a small pass (waking the pool's workers would cost
+    // more than they save); otherwise tasks of `TASK_ELEMENTS`, each owning its range of every
+    // output.
+    let per_task = if len < TASK_ELEMENTS {
         len.max(1)
     } else {
-        TASK_TILES * TILE
+        TASK_ELEMENTS
     };
     let mut tasks: Vec<Vec<OutSlice<'_>>> = (0..len.div_ceil(per_task))
         .map(|_| Vec::with_capacity(outputs.len()))

@@ -45,12 +45,12 @@ pub struct ElementwiseFuser {
     inputs: Vec<ProgramInput>,
     /// Created tensors in order, with their register.
     created: Vec<(TensorIr, Reg)>,
-    /// Register of every tensor read or created so far (relative id).
+    /// Register of every tensor read or created so far (relative id), numbered in order: its
+    /// length is the number of registers.
     regs: HashMap<TensorId, Reg>,
     /// Tensors consumed (read `ReadWrite`) or dropped by the chain.
     freed: HashSet<TensorId>,
     scalars: Vec<u64>,
-    num_regs: usize,
 }
 
 impl Default for ElementwiseFuser {
@@ -65,7 +65,6 @@ impl Default for ElementwiseFuser {
             regs: HashMap::new(),
             freed: HashSet::new(),
             scalars: Vec::new(),
-            num_regs: 0,
         }
     }
 }
@@ -214,8 +213,8 @@ impl ElementwiseFuser {
     }
 
     /// Whether an op reading `reads` and writing `out` fits the chain: supported dtypes, `out`
-    /// of the chain's shape (the first op sets it), every read broadcastable to it.
-    /// Sets the chain's shape when it is the first op, and nothing else.
+    /// of the chain's shape, every read broadcastable to it. Registers nothing but the chain's
+    /// shape, which the first op sets.
     fn check(&mut self, reads: &[&TensorIr], out: &TensorIr) -> Option<()> {
         if !supported(out.dtype) || reads.iter().any(|t| !supported(t.dtype)) {
             return None;
@@ -257,8 +256,7 @@ impl ElementwiseFuser {
     }
 
     fn new_reg(&mut self, id: TensorId) -> Reg {
-        let reg = self.num_regs;
-        self.num_regs += 1;
+        let reg = self.regs.len();
         self.regs.insert(id, reg);
         reg
     }
@@ -287,7 +285,7 @@ impl ElementwiseFuser {
         released.sort();
         ElementwiseProgram {
             num_ops: self.num_ops,
-            num_regs: self.num_regs,
+            num_regs: self.regs.len(),
             instrs: self.instrs.clone(),
             inputs: self.inputs.clone(),
             outputs,
