@@ -40,6 +40,7 @@ KERNEL_TIMEOUT=${KERNEL_TIMEOUT:-150}     # seconds for the whole kernel micro-b
 REAL_DATA=${REAL_DATA:-1}                 # 0: skip ResNet-50 on real (mock ImageNet) data
 REAL_WORKERS=${REAL_WORKERS:-14}          # loader threads of the real-data case
 REAL_TIMEOUT=${REAL_TIMEOUT:-150}         # seconds per real-data configuration (JPEGs written first)
+COUNT_LAUNCHES=${COUNT_LAUNCHES:-0}       # 1: count kernel launches per step (costs a log message per launch)
 
 build() {
     CUDARC_CUDA_VERSION=13000 cargo build --release -p burnacc-train -p burnacc-bench \
@@ -89,11 +90,14 @@ run() {
 
     local sets=(--set "backend.device=$DEVICE")
     for s in $EXTRA_SETS; do sets+=(--set "$s"); done
+    # Launch counting logs a message per kernel: off for the speed table unless asked for.
+    local count=()
+    [ "$COUNT_LAUNCHES" = 1 ] || count=(--no-count-launches)
     # burnacc first: cold kernel caches, then a warm re-run of each configuration.
     # shellcheck disable=SC2086
     "$PACK/bench" $RECIPES "${sets[@]}" --modes "$MODES" --precisions "$PRECISIONS" \
         --warmup "$WARMUP" --steps "$STEPS" --windows "$WINDOWS" --timeout "$CASE_TIMEOUT" \
-        --warm-start --out "$out/burnacc" || echo "bench stopped early; keeping its results"
+        --warm-start "${count[@]}" --out "$out/burnacc" || echo "bench stopped early; keeping its results"
 
     local torch_args=(--cases "$TORCH_CASES" --warmup "$WARMUP" --steps "$STEPS"
         --windows "$WINDOWS" --timeout "$TORCH_TIMEOUT" --out "$out/torch.jsonl")
@@ -112,7 +116,7 @@ run() {
             --set "data.workers=$REAL_WORKERS" --set data.prefetch=8 --set data.device_prefetch=2 \
             --modes acc --precisions bf16 --data synthetic,real \
             --warmup "$WARMUP" --steps "$STEPS" --windows "$WINDOWS" --timeout "$REAL_TIMEOUT" \
-            --out "$out/real-data" || echo "real-data bench stopped early; keeping its results"
+            "${count[@]}" --out "$out/real-data" || echo "real-data bench stopped early; keeping its results"
     fi
 
     # Kernel micro-benchmarks, last so they cannot hold up the scoreboard. Rows are printed as

@@ -26,6 +26,9 @@ pub struct BenchCase {
     pub data: DataFeed,
     /// Steps to run.
     pub counts: StepCounts,
+    /// Count kernel launches and reservations per step on CubeCL devices (`device_work`).
+    #[serde(default)]
+    pub count_launches: bool,
 }
 
 impl BenchCase {

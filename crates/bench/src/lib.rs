@@ -5,6 +5,7 @@
 
 mod case;
 mod chart;
+pub mod device_work;
 mod feed;
 mod measure;
 mod record;
@@ -49,6 +50,8 @@ pub struct BenchPlan {
     pub out: PathBuf,
     /// Run each CubeCL case a second time with the kernel cache its first run filled.
     pub warm_start: bool,
+    /// Count kernel launches and reservations per step on CubeCL devices.
+    pub count_launches: bool,
 }
 
 impl BenchPlan {
@@ -66,6 +69,7 @@ impl BenchPlan {
                             precision: precision.clone(),
                             data,
                             counts: self.counts,
+                            count_launches: self.count_launches,
                         });
                     }
                 }

@@ -4,6 +4,7 @@
 //! synthetic-data benchmarks) or on the recipe's real data through the trainer's loader and
 //! device prefetcher ([`DataFeed`]).
 
+use super::device_work::{self, DeviceWork};
 use super::feed::{DataFeed, Feed};
 use super::record::{BenchRecord, Status};
 use anyhow::{Context, Result};
@@ -12,7 +13,7 @@ use burn::tensor::{Int, Tensor};
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
 use burnacc_train::memory::read_memory;
 use burnacc_train::precision::autocast_float_dtype;
-use burnacc_train::recipe::Recipe;
+use burnacc_train::recipe::{DeviceSpec, Recipe};
 use burnacc_train::stack::route_kernels;
 use burnacc_train::stack::{BackendStack, Stack, StackDevice, StackTask};
 use burnacc_train::trainer::{
@@ -179,7 +180,12 @@ impl Measure<'_> {
         record.warmup_secs = Some(started.elapsed().as_secs_f64());
 
         let mut wait_fractions = Vec::new();
+        // Kernels and reservations per step, from CubeCL's logs, read outside the timed span.
+        let count_work = device_work::counting() && stack.device() != DeviceSpec::Cpu;
+        let mut work_per_step: Vec<DeviceWork> = Vec::new();
         for _ in 0..counts.windows {
+            let work_before = count_work.then(device_work::settled);
+            let kernels_before = count_work.then(device_work::launches_by_kernel);
             feed.take_wait();
             let t = Instant::now();
             for _ in 0..counts.steps {
@@ -190,6 +196,14 @@ impl Measure<'_> {
             if let Some(waited) = feed.take_wait() {
                 wait_fractions.push(waited.as_secs_f64() / elapsed);
             }
+            if let (Some(before), Some(kernels_before)) = (work_before, kernels_before) {
+                work_per_step.push(device_work::settled().since(before));
+                let kernels = device_work::launches_by_kernel();
+                record.top_kernels = device_work::most_launched(&kernels_before, &kernels, 12)
+                    .into_iter()
+                    .map(|(name, n)| (name, n as f64 / counts.steps as f64))
+                    .collect();
+            }
             record.window_step_secs.push(elapsed / counts.steps as f64);
             record.steps_done += counts.steps;
             report(&record);
@@ -198,6 +212,16 @@ impl Measure<'_> {
         record.samples_per_sec = record.step_secs.map(|s| record.batch as f64 / s);
         record.data_wait_fraction = median(&mut wait_fractions);
         record.peak_memory_bytes = read_memory(stack).map(|m| m.peak);
+        let per_step = |count: fn(&DeviceWork) -> u64| {
+            let mut values: Vec<f64> = work_per_step
+                .iter()
+                .map(|w| count(w) as f64 / counts.steps as f64)
+                .collect();
+            median(&mut values)
+        };
+        record.launches_per_step = per_step(|w| w.launches);
+        record.reservations_per_step = per_step(|w| w.reservations);
+        record.reserved_bytes_per_step = per_step(|w| w.reserved_bytes);
         record.status = Some(Status::Ok);
         Ok(record)
     }

@@ -83,6 +83,21 @@ pub struct BenchRecord {
     /// Peak memory: the allocator's peak on the CPU, the memory pool's reservation on CubeCL
     /// devices, `torch.cuda.max_memory_allocated` in PyTorch.
     pub peak_memory_bytes: Option<u64>,
+    /// CubeCL devices: kernels launched per training step (median over the timed windows),
+    /// counted from CubeCL's logs (`device_work`); absent on the CPU, in other frameworks'
+    /// records and with `--no-count-launches`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launches_per_step: Option<f64>,
+    /// CubeCL devices: memory reservations (buffers taken from the pools) per training step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservations_per_step: Option<f64>,
+    /// CubeCL devices: bytes of those reservations per training step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes_per_step: Option<f64>,
+    /// CubeCL devices: the kernels launched most in the last timed window, with their launches
+    /// per step, most first (where fusion could save launches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_kernels: Vec<(String, f64)>,
     /// Training steps completed (warm-up included).
     pub steps_done: usize,
     /// The backend stack (burnacc) or the PyTorch / CUDA versions.

@@ -5,7 +5,8 @@
 use super::case::{BenchCase, run_case_here};
 use super::record::{BenchRecord, Status};
 use anyhow::{Context, Result};
-use burnacc_train::kernel_cache::{KERNEL_CACHE_ENV, configure_kernel_caches};
+use super::device_work::{count_in_cubecl_logs, install_counter};
+use burnacc_train::kernel_cache::{KERNEL_CACHE_ENV, configure_cubecl};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,8 +20,15 @@ const RECORD_LINE: &str = "BENCH_RECORD ";
 pub fn child_main(case_json: &str, started: Instant) -> Result<()> {
     let case: BenchCase =
         serde_json::from_str(case_json).context("--case: not a benchmark case")?;
-    let caches = configure_kernel_caches();
+    let caches = configure_cubecl(|config| {
+        if case.count_launches {
+            count_in_cubecl_logs(config);
+        }
+    });
     eprintln!("kernels: {caches}");
+    if case.count_launches && !install_counter() {
+        eprintln!("bench: another logger is installed: kernel launches are not counted");
+    }
     let print = |record: &BenchRecord| {
         let line = serde_json::to_string(record).expect("records serialise");
         let mut out = std::io::stdout().lock();

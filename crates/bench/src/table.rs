@@ -31,8 +31,9 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 pub fn markdown_table(records: &[BenchRecord]) -> String {
     let mut out = String::from(
         "| model | input | batch | framework | mode | precision | data | samples/s | vs baseline \
-         | step ms | first step s | warm-up s | kernel cache | peak memory MiB | status |\n\
-         |---|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|\n",
+         | step ms | first step s | warm-up s | kernel cache | peak memory MiB \
+         | launches/step | reserved MiB/step | status |\n\
+         |---|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n",
     );
     for r in records {
         let base = baseline(records, &r.model);
@@ -57,7 +58,8 @@ pub fn markdown_table(records: &[BenchRecord]) -> String {
             (data, _) => data.unwrap_or("synthetic").to_owned(),
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} \
+             |\n",
             r.model,
             r.input,
             r.batch,
@@ -72,6 +74,8 @@ pub fn markdown_table(records: &[BenchRecord]) -> String {
             opt(r.warmup_secs, 2),
             r.kernel_cache.as_deref().unwrap_or("–"),
             opt(r.peak_memory_bytes.map(|b| b as f64 / (1 << 20) as f64), 0),
+            opt(r.launches_per_step, 0),
+            opt(r.reserved_bytes_per_step.map(|b| b / (1 << 20) as f64), 1),
             status
         ));
     }
@@ -79,7 +83,8 @@ pub fn markdown_table(records: &[BenchRecord]) -> String {
         "\nBaseline of each model: PyTorch's fastest configuration when PyTorch ran, else \
          burnacc eager f32. Warm-up: process start to the end of the warm-up steps; kernel \
          cache cold = compiled and autotuned from scratch, warm = with the cache of a previous \
-         run.\n",
+         run. Launches and reserved memory per step: CubeCL devices, counted from CubeCL's \
+         logs.\n",
     );
     out
 }

@@ -74,16 +74,31 @@ pub fn kernel_cache_dir() -> PathBuf {
 /// configuration file applies. CubeCL's environment variables (`CUBECL_AUTOTUNE_LEVEL`,
 /// `CUBECL_DEBUG_LOG`, …) still apply. Call it before the first device is used.
 pub fn configure_kernel_caches() -> KernelCaches {
-    if let Some(file) = std::env::current_dir()
+    configure_cubecl(|_| {})
+}
+
+/// [`configure_kernel_caches`], then `adjust` applied to the configuration CubeCL will use:
+/// burnacc's caches, or the user's file read the way CubeCL reads it (its folder and parents,
+/// then the environment). With [`KernelCaches::AlreadySet`] nothing changed, `adjust`
+/// included.
+pub fn configure_cubecl(adjust: impl FnOnce(&mut CubeClRuntimeConfig)) -> KernelCaches {
+    let (mut config, caches) = match std::env::current_dir()
         .ok()
         .and_then(|d| user_cubecl_config(&d))
     {
-        return KernelCaches::UserConfig(file);
-    }
-    let dir = kernel_cache_dir();
-    let mut config = CubeClRuntimeConfig::default().override_from_env();
-    config.autotune.cache = CacheConfig::File(dir.clone());
-    config.compilation.cache = Some(CacheConfig::File(dir.clone()));
+        Some(file) => (
+            CubeClRuntimeConfig::from_current_dir().override_from_env(),
+            KernelCaches::UserConfig(file),
+        ),
+        None => {
+            let dir = kernel_cache_dir();
+            let mut config = CubeClRuntimeConfig::default().override_from_env();
+            config.autotune.cache = CacheConfig::File(dir.clone());
+            config.compilation.cache = Some(CacheConfig::File(dir.clone()));
+            (config, KernelCaches::Burnacc(dir))
+        }
+    };
+    adjust(&mut config);
     // Checked and set under one lock: another thread may read the configuration at any time
     // (CubeCL reads it when a device starts), and `RuntimeConfig::set` panics once it has.
     let mut state = CubeClRuntimeConfig::storage().lock();
@@ -91,5 +106,5 @@ pub fn configure_kernel_caches() -> KernelCaches {
         return KernelCaches::AlreadySet;
     }
     *state = Some(std::sync::Arc::new(config));
-    KernelCaches::Burnacc(dir)
+    caches
 }

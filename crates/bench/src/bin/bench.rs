@@ -63,6 +63,11 @@ struct Args {
     /// configurations on CubeCL devices run a second time with the cache the first run filled.
     #[arg(long)]
     warm_start: bool,
+    /// Do not count kernel launches and memory reservations per step on CubeCL devices
+    /// (counting formats and logs a message per launch; on a fast GPU that shows in the step
+    /// time).
+    #[arg(long)]
+    no_count_launches: bool,
     /// Internal: run one configuration (JSON) in this process.
     #[arg(long, hide = true)]
     case: Option<String>,
@@ -147,6 +152,7 @@ fn run(args: &Args) -> Result<()> {
         merge,
         out: args.out.clone(),
         warm_start: args.warm_start,
+        count_launches: !args.no_count_launches,
     };
     let records = if plan.recipes.is_empty() {
         let records = plan.merge.clone();

@@ -1,5 +1,5 @@
-//! burnacc-bench's tests, one binary: the `bench` binary end to end (tier 3) and how its
-//! options reach the recipes (tier 2).
+//! burnacc-bench's tests, one binary: the `bench` binary end to end (tier 3), how its
+//! options reach the recipes and how it counts CubeCL's work (tier 2).
 
 /// The trainer tests' tiny recipes (a ResNet-18 of width 8 on generated images).
 #[path = "../../../train/tests/it/common/recipes.rs"]
@@ -7,6 +7,7 @@
 mod common;
 mod tier2 {
     mod bench_sets;
+    mod device_work;
 }
 mod tier3 {
     mod bench_harness;

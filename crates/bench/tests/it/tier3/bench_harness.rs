@@ -340,6 +340,7 @@ fn kernels_of_a_recipe_apply_to_its_acc_cases_only() {
             steps: 1,
             windows: 1,
         },
+        count_launches: false,
     };
     // Mode acc as shipped: every kernel but the optimizer the recipe does not train with.
     let acc = case(Mode::Acc).resolve_recipe().unwrap();

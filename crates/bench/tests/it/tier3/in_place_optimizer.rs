@@ -24,6 +24,7 @@ fn an_acc_case_updates_parameters_in_place() {
             steps: 1,
             windows: 2,
         },
+        count_launches: false,
     };
     let (adam, copies) = (multi_tensor_adam_launches(), multi_tensor_buffer_copies());
     let record = run_case_here(&case, Instant::now(), &|_| {});

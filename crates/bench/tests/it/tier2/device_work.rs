@@ -1,0 +1,135 @@
+//! `device_work`: kernel launches and memory reservations counted from CubeCL's logs, on
+//! lavapipe (wgpu), against what Burn is known to run: one kernel per element-wise op on
+//! `CubeBackend`, one kernel for the same chain under Burn's fusion, and one buffer of the
+//! op's output size per result. Each test runs in its own process (nextest), as `bench` runs
+//! each case, because CubeCL's configuration is set once per process.
+
+use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+use burnacc_bench::device_work::{
+    DeviceWork, LogEvent, classify, count_in_cubecl_logs, counting, install_counter,
+    launches_by_kernel, most_launched, parse_bytes, settled,
+};
+use std::collections::HashMap;
+use burnacc_train::kernel_cache::{KernelCaches, configure_cubecl};
+
+type Eager = CubeBackend<WgpuRuntime, f32, i32, u32>;
+type Fused = burn::backend::Wgpu;
+
+/// Elements of each tensor: 4,000 bytes in f32, printed by CubeCL as `4.00 KB`.
+const N: usize = 1000;
+
+#[test]
+fn cubecl_log_lines_are_classified() {
+    assert_eq!(
+        classify("burn_cubecl::kernel::binary::kernel_binop<f32, AddOp>"),
+        LogEvent::Launch
+    );
+    assert_eq!(
+        classify("[Main] Reserved memory 4.00 KB using dynamic pool"),
+        LogEvent::Reserved(4000)
+    );
+    assert_eq!(
+        classify("[Main] Reserved memory 1.23 MB using dynamic pool"),
+        LogEvent::Reserved(1_230_000)
+    );
+    assert_eq!(
+        classify("[Main] Reserved memory 4096 using persistent memory"),
+        LogEvent::Reserved(4096)
+    );
+    assert_eq!(
+        classify("[Main] Reserved memory 512 B using dynamic pool"),
+        LogEvent::Reserved(512)
+    );
+    assert_eq!(
+        classify("[Main], Allocated a new memory page, current usage: ..."),
+        LogEvent::Other
+    );
+    assert_eq!(parse_bytes("2.50 GB"), Some(2_500_000_000));
+    assert_eq!(parse_bytes("3 XB"), None);
+}
+
+#[test]
+fn most_launched_kernels_are_the_differences_sorted() {
+    let before = HashMap::from([("add".to_owned(), 5), ("exp".to_owned(), 1)]);
+    let after = HashMap::from([
+        ("add".to_owned(), 6),
+        ("exp".to_owned(), 4),
+        ("matmul".to_owned(), 2),
+        ("sum".to_owned(), 1),
+    ]);
+    let top = most_launched(&before, &after, 3);
+    let expected = [("exp", 3), ("matmul", 2), ("add", 1)].map(|(n, c)| (n.to_owned(), c));
+    assert_eq!(top, expected);
+}
+
+/// Turns counting on for this process; the test fails if CubeCL was configured before.
+fn start_counting() {
+    let caches = configure_cubecl(count_in_cubecl_logs);
+    assert_ne!(caches, KernelCaches::AlreadySet, "CubeCL configured too early");
+    assert!(install_counter(), "another logger is installed");
+    assert!(counting());
+}
+
+/// Three element-wise ops whose inputs all stay alive (so none runs in place), and the work
+/// they did once their inputs are on the device; the results are read back afterwards (a read
+/// reserves a staging buffer of its own).
+fn three_ops<B: Backend>(device: &B::Device) -> DeviceWork {
+    let values: Vec<f32> = (0..N).map(|i| i as f32 / N as f32).collect();
+    let a = Tensor::<B, 1>::from_data(TensorData::new(values.clone(), [N]), device);
+    let b = Tensor::<B, 1>::from_data(TensorData::new(values, [N]), device);
+    B::sync(device).unwrap();
+    let before = settled();
+    let sum = a.clone() + b.clone();
+    let exp = sum.clone().exp();
+    let scaled = exp.clone() * 2.0;
+    // Every result outlives the chain, so fusion must write all three.
+    B::sync(device).unwrap();
+    let work = settled().since(before);
+    // Element N/2 is 0.5 in both inputs: 2·e^(0.5 + 0.5).
+    let expected = 2.0 * 1f32.exp();
+    let got = scaled.into_data().as_slice::<f32>().unwrap()[N / 2];
+    assert!((got - expected).abs() < 1e-5, "{got} != {expected}");
+    drop((a, b, sum, exp));
+    work
+}
+
+/// Three outputs of 4,000 bytes each, plus each launch's small metadata buffer (shapes and
+/// strides, under 256 bytes).
+fn assert_three_outputs(work: DeviceWork) {
+    let outputs = 3 * 4 * N as u64;
+    assert_eq!(work.reservations, 3 + work.launches, "{work:?}");
+    assert!(
+        work.reserved_bytes >= outputs && work.reserved_bytes < outputs + 256 * work.launches,
+        "{work:?}"
+    );
+}
+
+#[test]
+fn eager_cubecl_launches_one_kernel_per_op() {
+    start_counting();
+    let device = WgpuDevice::default();
+    // The first call compiles the kernels; the second is what a training step sees.
+    three_ops::<Eager>(&device);
+    let kernels = launches_by_kernel();
+    let work = three_ops::<Eager>(&device);
+    println!("{work:?}");
+    assert_eq!(work.launches, 3, "{work:?}");
+    // Three different kernels (add, exp, multiply by a scalar), once each.
+    let launched = most_launched(&kernels, &launches_by_kernel(), 10);
+    assert_eq!(launched.len(), 3, "{launched:?}");
+    assert!(launched.iter().all(|(_, n)| *n == 1), "{launched:?}");
+    assert_three_outputs(work);
+}
+
+#[test]
+fn fused_cubecl_launches_one_kernel_for_the_chain() {
+    start_counting();
+    let device = WgpuDevice::default();
+    three_ops::<Fused>(&device);
+    let work = three_ops::<Fused>(&device);
+    println!("{work:?}");
+    assert_eq!(work.launches, 1, "{work:?}");
+    assert_three_outputs(work);
+}
