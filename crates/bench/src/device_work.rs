@@ -119,9 +119,11 @@ impl log::Log for Counter {
             LogEvent::Launch => {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);
                 let mut by_kernel = BY_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+                // CubeCL names a launch `Executing <kernel> | <runtime>`.
+                let name = message.strip_prefix("Executing ").unwrap_or(&message);
                 *by_kernel
                     .get_or_insert_with(HashMap::new)
-                    .entry(message)
+                    .entry(name.to_owned())
                     .or_default() += 1;
             }
             LogEvent::Reserved(bytes) => {

@@ -23,7 +23,7 @@ const N: usize = 1000;
 #[test]
 fn cubecl_log_lines_are_classified() {
     assert_eq!(
-        classify("burn_cubecl::kernel::binary::kernel_binop<f32, AddOp>"),
+        classify("Executing KernelBinop | AddOp | WgpuRuntime"),
         LogEvent::Launch
     );
     assert_eq!(
@@ -120,6 +120,12 @@ fn eager_cubecl_launches_one_kernel_per_op() {
     let launched = most_launched(&kernels, &launches_by_kernel(), 10);
     assert_eq!(launched.len(), 3, "{launched:?}");
     assert!(launched.iter().all(|(_, n)| *n == 1), "{launched:?}");
+    for kernel in ["KernelBinop | AddOp", "KernelScalarBinop | MulOp"] {
+        assert!(
+            launched.iter().any(|(name, _)| name.starts_with(kernel)),
+            "no {kernel} in {launched:?}"
+        );
+    }
     assert_three_outputs(work);
 }
 
