@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Generate crates/backend/src/forward.rs: `Acc<B>` forwarding every op of Burn 0.21's op traits.
 
-Usage: python3 scripts/gen_forwarding.py [--flex] [BURN_BACKEND_SRC_DIR]
+Usage: python3 scripts/gen_forwarding.py [--flex | --cube] [BURN_BACKEND_SRC_DIR]
 
 With `--flex` it writes crates/fusion/src/cpu/forward.rs instead: `CpuFlex` (burnacc-fusion's
 CPU backend, which shares Flex's primitive types) forwarding every op to Flex, without counters
 or autocast; methods named in `FLEX_OVERRIDES` call `crate::cpu::overrides::<name>`, and those
 named in `FLEX_DEFAULTS` are left out (Burn's default implementation runs on `CpuFlex`).
+With `--cube` it writes crates/fusion/src/cube/forward.rs: `CubeAcc<R>` (burnacc-fusion's
+CubeCL backend, which shares `CubeBackend`'s primitive types) forwarding every op to
+`CubeBackend<R, f32, i32, u32>`, unchanged.
 
 The input is burn-backend 0.21.0's `src/backend/ops` (found in the cargo registry when no path is
 given). Every method of the seven op traits (FloatTensorOps, IntTensorOps, BoolTensorOps,
@@ -255,36 +258,90 @@ def render(name, args, ret, index, policy):
     return "    op!(%d, %s, fn %s(%s)%s => %s);" % (index, casts, name, params, arrow, call)
 
 
-def render_flex(name, args, ret):
-    """One forwarding method of `CpuFlex`: a plain call of Flex's op (or of the override)."""
+# Wrapper types between backends that store the same tensors: the function of
+# burnacc-fusion's `relabel` module that moves each one, in either direction.
+RELABEL = {
+    "TensorPrimitive": "tensor_primitive",
+    "QuantizationParametersPrimitive": "qparams",
+    "MaxPool1dWithIndices": "max_pool1d",
+    "MaxPool2dWithIndices": "max_pool2d",
+    "MaxPool1dBackward": "max_pool1d_backward",
+    "MaxPool2dBackward": "max_pool2d_backward",
+    "DeformConv2dBackward": "deform_conv2d_backward",
+    "TransactionPrimitive": "transaction",
+}
+
+
+def render_wrapper(name, args, ret, target, overrides):
+    """One forwarding method of a backend that shares its inner backend's primitive types: a
+    plain call of `target::name` (or of `overrides::name`)."""
     params = ", ".join("%s: %s" % (a, to_self(t)) for a, t in args)
     call_args = []
     for a, t in args:
         w = wrapper_of(t)
         if w:
-            conv = WRAPPED[w][0]
-            if conv is None or t != "%s<B>" % w:
+            if t != "%s<B>" % w:
                 sys.exit("no input conversion for %s in %s" % (t, name))
-            call_args.append("convert::%s(%s)" % (conv, a))
+            call_args.append("relabel::%s(%s)" % (RELABEL[w], a))
         else:
             call_args.append(a)
-    target = "overrides::%s" % name if name in FLEX_OVERRIDES else "Flex::%s" % name
+    target = "overrides::%s" % name if name in overrides else "%s::%s" % (target, name)
     call = "%s(%s)" % (target, ", ".join(call_args))
     w = wrapper_of(ret)
-    if w and name not in FLEX_OVERRIDES:
-        conv = WRAPPED[w][1]
+    if w and name not in overrides:
+        conv = RELABEL[w]
         if ret == "%s<B>" % w:
-            call = "convert::%s(%s)" % (conv, call)
+            call = "relabel::%s(%s)" % (conv, call)
         elif re.fullmatch(r"\(\s*%s<B>\s*,\s*%s<B>\s*\)" % (w, w), ret):
-            call = "{ let (a, b) = %s; (convert::%s(a), convert::%s(b)) }" % (call, conv, conv)
+            call = "{ let (a, b) = %s; (relabel::%s(a), relabel::%s(b)) }" % (call, conv, conv)
         else:
             sys.exit("no output conversion for %s in %s" % (ret, name))
     arrow = " -> %s" % to_self(ret) if ret else ""
     return "    fn %s(%s)%s { %s }" % (name, params, arrow, call)
 
 
+OPS_IMPORTS = [
+    "use burn::tensor::backend::{Backend, ExecutionError};",
+    "use burn::tensor::ops::*;",
+    "use burn::tensor::quantization::*;",
+    "use burn::tensor::{",
+    "    BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData,",
+    "    TensorPrimitive,",
+    "};",
+    "use burn::tensor::ops::conv::*;",
+    "use core::future::Future;",
+    "use core::ops::Range;",
+    "",
+]
+
+
+def write_wrapper(src, header, impl_line, target, overrides, defaults, dest):
+    """Writes `dest`: `header`, then one impl block per op trait (`impl_line % trait`) whose
+    methods call `target`'s op, `overrides`' instead where named, none for `defaults`."""
+    out = list(header) + OPS_IMPORTS
+    names = []
+    for fname, trait in TRAITS:
+        text = strip_comments(open(os.path.join(src, fname)).read())
+        body = trait_body(text, trait)
+        out.append(impl_line % trait)
+        for sig in top_level_fns(body):
+            name, args, ret = parse(sig)
+            names.append(name)
+            if name not in defaults:
+                out.append(render_wrapper(name, args, ret, target, overrides))
+        out.append("}")
+        out.append("")
+    missing = [n for n in overrides | defaults if n not in names]
+    if missing:
+        sys.exit("overrides or defaults that are not ops: %s" % missing)
+    dest = os.path.join(os.path.dirname(__file__), "..", *dest)
+    with open(dest, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("wrote %s: %d ops" % (os.path.normpath(dest), len(names)))
+
+
 def main_flex(src):
-    out = [
+    header = [
         "// @generated by scripts/gen_forwarding.py --flex from burn-backend 0.21.0; do not edit by hand.",
         "//! Forwarding of every op of Burn 0.21's op traits from `CpuFlex` to Flex.",
         "//!",
@@ -293,47 +350,43 @@ def main_flex(src):
         "//! convolution backward, linear layers and matrix products, Bernoulli draws, GELU, ...).",
         "#![allow(unused_imports, clippy::too_many_arguments)]",
         "",
-        "use super::{CpuFlex, convert, overrides};",
+        "use super::{CpuFlex, overrides};",
+        "use crate::relabel;",
         "use burn::backend::Flex;",
-        "use burn::tensor::backend::{Backend, ExecutionError};",
-        "use burn::tensor::ops::*;",
-        "use burn::tensor::quantization::*;",
-        "use burn::tensor::{",
-        "    BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData,",
-        "    TensorPrimitive,",
-        "};",
-        "use burn::tensor::ops::conv::*;",
-        "use core::future::Future;",
-        "use core::ops::Range;",
-        "",
     ]
-    names = []
-    for fname, trait in TRAITS:
-        text = strip_comments(open(os.path.join(src, fname)).read())
-        body = trait_body(text, trait)
-        out.append("impl %s<Self> for CpuFlex {" % trait)
-        for sig in top_level_fns(body):
-            name, args, ret = parse(sig)
-            names.append(name)
-            if name not in FLEX_DEFAULTS:
-                out.append(render_flex(name, args, ret))
-        out.append("}")
-        out.append("")
-    missing = [n for n in FLEX_OVERRIDES | FLEX_DEFAULTS if n not in names]
-    if missing:
-        sys.exit("FLEX_OVERRIDES or FLEX_DEFAULTS names that are not ops: %s" % missing)
-    dest = os.path.join(
-        os.path.dirname(__file__), "..", "crates", "fusion", "src", "cpu", "forward.rs"
+    write_wrapper(
+        src, header, "impl %s<Self> for CpuFlex {", "Flex", FLEX_OVERRIDES, FLEX_DEFAULTS,
+        ("crates", "fusion", "src", "cpu", "forward.rs"),
     )
-    with open(dest, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print("wrote %s: %d ops" % (os.path.normpath(dest), len(names)))
+
+
+def main_cube(src):
+    header = [
+        "// @generated by scripts/gen_forwarding.py --cube from burn-backend 0.21.0; do not edit by hand.",
+        "//! Forwarding of every op of Burn 0.21's op traits from `CubeAcc<R>` to",
+        "//! `CubeBackend<R, f32, i32, u32>`.",
+        "//!",
+        "//! `CubeAcc<R>` shares `CubeBackend`'s primitive types (`CubeTensor<R>`), so each method is",
+        "//! a plain call of CubeCL's op.",
+        "#![allow(unused_imports, clippy::too_many_arguments)]",
+        "",
+        "use super::{CubeAcc, CubeInner};",
+        "use crate::relabel;",
+        "use burn_cubecl::CubeRuntime;",
+    ]
+    write_wrapper(
+        src, header, "impl<R: CubeRuntime> %s<Self> for CubeAcc<R> {", "CubeInner::<R>",
+        set(), set(), ("crates", "fusion", "src", "cube", "forward.rs"),
+    )
 
 
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--flex":
         main_flex(find_src(args[1:]))
+        return
+    if args and args[0] == "--cube":
+        main_cube(find_src(args[1:]))
         return
     src = find_src(args)
     policy = read_policy()

@@ -22,8 +22,8 @@ use burn::cubecl::config::memory::MemoryLogLevel;
 use burn::cubecl::config::profiling::ProfilingLogLevel;
 use cubecl_common::config::logger::LogCrateLevel;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The module that forwards CubeCL's log sinks to the `log` crate.

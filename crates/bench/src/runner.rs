@@ -3,9 +3,9 @@
 //! and a case that runs past its time limit is killed while keeping what it measured.
 
 use super::case::{BenchCase, run_case_here};
+use super::device_work::{count_in_cubecl_logs, install_counter};
 use super::record::{BenchRecord, Status};
 use anyhow::{Context, Result};
-use super::device_work::{count_in_cubecl_logs, install_counter};
 use burnacc_train::kernel_cache::{KERNEL_CACHE_ENV, configure_cubecl};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

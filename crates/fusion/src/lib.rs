@@ -12,15 +12,22 @@
 //! recognised op sequences as single passes over memory: chains of element-wise ops
 //! (`cpu::elementwise`).
 //!
+//! [`CubeAcc`] is the same on CubeCL devices (wgpu, CUDA): CubeCL's backend under a type of
+//! burnacc's own, so that `Fusion<CubeAcc<R>>` runs burnacc's fusion runtime
+//! ([`CubeAccRuntime`]): Burn's own CubeCL fusers, unchanged.
+//!
 //! Shapes and dtypes: everything Flex stores (f32, f64, f16, bf16, ints, bools); burnacc's
 //! kernels compute f32 tensors and leave other dtypes to Flex.
 
 pub mod counters;
 pub mod cpu;
+pub mod cube;
 pub mod kernels;
+mod relabel;
 
 pub use burn_fusion::Fusion;
 pub use cpu::{CpuFlex, CpuFusionRuntime};
+pub use cube::{CubeAcc, CubeAccRuntime};
 
 /// Burn's fusion over burnacc's CPU backend: the inner backend of the CPU `acc` stack.
 pub type CpuFused = Fusion<CpuFlex>;

@@ -6,7 +6,8 @@
 //! convolution backward, linear layers and matrix products, Bernoulli draws, GELU, ...).
 #![allow(unused_imports, clippy::too_many_arguments)]
 
-use super::{CpuFlex, convert, overrides};
+use super::{CpuFlex, overrides};
+use crate::relabel;
 use burn::backend::Flex;
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::*;
@@ -309,7 +310,7 @@ impl ModuleOps<Self> for CpuFlex {
     fn conv2d_weight_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, output_grad: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> { overrides::conv2d_weight_backward(x, weight, output_grad, options) }
     fn conv2d_bias_backward(x: FloatTensor<Self>, bias: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::conv2d_bias_backward(x, bias, output_grad) }
     fn deform_conv2d(x: FloatTensor<Self>, offset: FloatTensor<Self>, weight: FloatTensor<Self>, mask: Option<FloatTensor<Self>>, bias: Option<FloatTensor<Self>>, options: DeformConvOptions<2>) -> FloatTensor<Self> { Flex::deform_conv2d(x, offset, weight, mask, bias, options) }
-    fn deform_conv2d_backward(x: FloatTensor<Self>, offset: FloatTensor<Self>, weight: FloatTensor<Self>, mask: Option<FloatTensor<Self>>, bias: Option<FloatTensor<Self>>, output_grad: FloatTensor<Self>, options: DeformConvOptions<2>) -> DeformConv2dBackward<Self> { convert::deform_conv2d_backward_out(Flex::deform_conv2d_backward(x, offset, weight, mask, bias, output_grad, options)) }
+    fn deform_conv2d_backward(x: FloatTensor<Self>, offset: FloatTensor<Self>, weight: FloatTensor<Self>, mask: Option<FloatTensor<Self>>, bias: Option<FloatTensor<Self>>, output_grad: FloatTensor<Self>, options: DeformConvOptions<2>) -> DeformConv2dBackward<Self> { relabel::deform_conv2d_backward(Flex::deform_conv2d_backward(x, offset, weight, mask, bias, output_grad, options)) }
     fn conv3d(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>, options: ConvOptions<3>) -> FloatTensor<Self> { Flex::conv3d(x, weight, bias, options) }
     fn conv3d_x_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, output_grad: FloatTensor<Self>, options: ConvOptions<3>) -> FloatTensor<Self> { Flex::conv3d_x_backward(x, weight, output_grad, options) }
     fn conv3d_weight_backward(x: FloatTensor<Self>, weight: FloatTensor<Self>, output_grad: FloatTensor<Self>, options: ConvOptions<3>) -> FloatTensor<Self> { Flex::conv3d_weight_backward(x, weight, output_grad, options) }
@@ -336,11 +337,11 @@ impl ModuleOps<Self> for CpuFlex {
     fn adaptive_avg_pool1d(x: FloatTensor<Self>, output_size: usize) -> FloatTensor<Self> { Flex::adaptive_avg_pool1d(x, output_size) }
     fn adaptive_avg_pool1d_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> { Flex::adaptive_avg_pool1d_backward(x, grad) }
     fn max_pool1d(x: FloatTensor<Self>, kernel_size: usize, stride: usize, padding: usize, dilation: usize, ceil_mode: bool) -> FloatTensor<Self> { Flex::max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode) }
-    fn max_pool1d_with_indices(x: FloatTensor<Self>, kernel_size: usize, stride: usize, padding: usize, dilation: usize, ceil_mode: bool) -> MaxPool1dWithIndices<Self> { convert::max_pool1d_out(Flex::max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)) }
-    fn max_pool1d_with_indices_backward(x: FloatTensor<Self>, kernel_size: usize, stride: usize, padding: usize, dilation: usize, ceil_mode: bool, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> MaxPool1dBackward<Self> { convert::max_pool1d_backward_out(Flex::max_pool1d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices)) }
+    fn max_pool1d_with_indices(x: FloatTensor<Self>, kernel_size: usize, stride: usize, padding: usize, dilation: usize, ceil_mode: bool) -> MaxPool1dWithIndices<Self> { relabel::max_pool1d(Flex::max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)) }
+    fn max_pool1d_with_indices_backward(x: FloatTensor<Self>, kernel_size: usize, stride: usize, padding: usize, dilation: usize, ceil_mode: bool, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> MaxPool1dBackward<Self> { relabel::max_pool1d_backward(Flex::max_pool1d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices)) }
     fn max_pool2d(x: FloatTensor<Self>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool) -> FloatTensor<Self> { Flex::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode) }
-    fn max_pool2d_with_indices(x: FloatTensor<Self>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool) -> MaxPool2dWithIndices<Self> { convert::max_pool2d_out(Flex::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)) }
-    fn max_pool2d_with_indices_backward(x: FloatTensor<Self>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> MaxPool2dBackward<Self> { convert::max_pool2d_backward_out(Flex::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices)) }
+    fn max_pool2d_with_indices(x: FloatTensor<Self>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool) -> MaxPool2dWithIndices<Self> { relabel::max_pool2d(Flex::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)) }
+    fn max_pool2d_with_indices_backward(x: FloatTensor<Self>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> MaxPool2dBackward<Self> { relabel::max_pool2d_backward(Flex::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices)) }
     fn interpolate(x: FloatTensor<Self>, output_size: [usize; 2], options: InterpolateOptions) -> FloatTensor<Self> { Flex::interpolate(x, output_size, options) }
     fn interpolate_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>, output_size: [usize; 2], options: InterpolateOptions) -> FloatTensor<Self> { Flex::interpolate_backward(x, grad, output_size, options) }
     fn attention(query: FloatTensor<Self>, key: FloatTensor<Self>, value: FloatTensor<Self>, mask: Option<BoolTensor<Self>>, attn_bias: Option<FloatTensor<Self>>, options: AttentionModuleOptions) -> FloatTensor<Self> { Flex::attention(query, key, value, mask, attn_bias, options) }
@@ -371,7 +372,7 @@ impl ActivationOps<Self> for CpuFlex {
 
 impl QTensorOps<Self> for CpuFlex {
     fn q_from_data(data: TensorData, device: &Device<Self>) -> QuantizedTensor<Self> { Flex::q_from_data(data, device) }
-    fn quantize(tensor: FloatTensor<Self>, scheme: &QuantScheme, qparams: QuantizationParametersPrimitive<Self>) -> QuantizedTensor<Self> { Flex::quantize(tensor, scheme, convert::qparams_in(qparams)) }
+    fn quantize(tensor: FloatTensor<Self>, scheme: &QuantScheme, qparams: QuantizationParametersPrimitive<Self>) -> QuantizedTensor<Self> { Flex::quantize(tensor, scheme, relabel::qparams(qparams)) }
     fn quantize_dynamic(tensor: FloatTensor<Self>, scheme: &QuantScheme) -> QuantizedTensor<Self> { Flex::quantize_dynamic(tensor, scheme) }
     fn dequantize(tensor: QuantizedTensor<Self>, dtype: FloatDType) -> FloatTensor<Self> { Flex::dequantize(tensor, dtype) }
     fn q_device(tensor: &QuantizedTensor<Self>) -> Device<Self> { Flex::q_device(tensor) }
@@ -390,46 +391,46 @@ impl QTensorOps<Self> for CpuFlex {
     fn q_slice(tensor: QuantizedTensor<Self>, slices: &[Slice]) -> QuantizedTensor<Self> { Flex::q_slice(tensor, slices) }
     fn q_gather(dim: usize, tensor: QuantizedTensor<Self>, indices: IntTensor<Self>) -> QuantizedTensor<Self> { Flex::q_gather(dim, tensor, indices) }
     fn q_repeat_dim(tensor: QuantizedTensor<Self>, dim: usize, times: usize) -> QuantizedTensor<Self> { Flex::q_repeat_dim(tensor, dim, times) }
-    fn q_add(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_add(lhs, rhs)) }
-    fn q_add_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_add_scalar(lhs, rhs)) }
-    fn q_clamp_min(tensor: QuantizedTensor<Self>, min: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_clamp_min(tensor, min)) }
-    fn q_clamp_max(tensor: QuantizedTensor<Self>, max: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_clamp_max(tensor, max)) }
-    fn q_clamp(tensor: QuantizedTensor<Self>, min: Scalar, max: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_clamp(tensor, min, max)) }
-    fn q_sub(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sub(lhs, rhs)) }
-    fn q_sub_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sub_scalar(lhs, rhs)) }
-    fn q_mul(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_mul(lhs, rhs)) }
-    fn q_mul_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_mul_scalar(lhs, rhs)) }
-    fn q_div(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_div(lhs, rhs)) }
-    fn q_div_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_div_scalar(lhs, rhs)) }
-    fn q_matmul(lhs: TensorPrimitive<Self>, rhs: TensorPrimitive<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_matmul(convert::tp_in(lhs), convert::tp_in(rhs))) }
-    fn q_neg(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_neg(tensor)) }
-    fn q_recip(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_recip(tensor)) }
-    fn q_sum(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sum(tensor)) }
-    fn q_sum_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sum_dim(tensor, dim)) }
-    fn q_prod(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_prod(tensor)) }
-    fn q_prod_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_prod_dim(tensor, dim)) }
-    fn q_mean(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_mean(tensor)) }
-    fn q_mean_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_mean_dim(tensor, dim)) }
-    fn q_cumsum(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cumsum(tensor, dim)) }
-    fn q_cumprod(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cumprod(tensor, dim)) }
-    fn q_cummin(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cummin(tensor, dim)) }
-    fn q_cummax(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cummax(tensor, dim)) }
-    fn q_exp(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_exp(tensor)) }
-    fn q_log(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_log(tensor)) }
-    fn q_log1p(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_log1p(tensor)) }
-    fn q_powf(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_powf(lhs, rhs)) }
-    fn q_powi(lhs: QuantizedTensor<Self>, rhs: IntTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_powi(lhs, rhs)) }
-    fn q_powi_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_powi_scalar(lhs, rhs)) }
-    fn q_powf_scalar(tensor: QuantizedTensor<Self>, value: Scalar) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_powf_scalar(tensor, value)) }
-    fn q_sqrt(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sqrt(tensor)) }
+    fn q_add(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_add(lhs, rhs)) }
+    fn q_add_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_add_scalar(lhs, rhs)) }
+    fn q_clamp_min(tensor: QuantizedTensor<Self>, min: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_clamp_min(tensor, min)) }
+    fn q_clamp_max(tensor: QuantizedTensor<Self>, max: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_clamp_max(tensor, max)) }
+    fn q_clamp(tensor: QuantizedTensor<Self>, min: Scalar, max: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_clamp(tensor, min, max)) }
+    fn q_sub(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sub(lhs, rhs)) }
+    fn q_sub_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sub_scalar(lhs, rhs)) }
+    fn q_mul(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_mul(lhs, rhs)) }
+    fn q_mul_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_mul_scalar(lhs, rhs)) }
+    fn q_div(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_div(lhs, rhs)) }
+    fn q_div_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_div_scalar(lhs, rhs)) }
+    fn q_matmul(lhs: TensorPrimitive<Self>, rhs: TensorPrimitive<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_matmul(relabel::tensor_primitive(lhs), relabel::tensor_primitive(rhs))) }
+    fn q_neg(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_neg(tensor)) }
+    fn q_recip(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_recip(tensor)) }
+    fn q_sum(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sum(tensor)) }
+    fn q_sum_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sum_dim(tensor, dim)) }
+    fn q_prod(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_prod(tensor)) }
+    fn q_prod_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_prod_dim(tensor, dim)) }
+    fn q_mean(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_mean(tensor)) }
+    fn q_mean_dim(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_mean_dim(tensor, dim)) }
+    fn q_cumsum(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cumsum(tensor, dim)) }
+    fn q_cumprod(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cumprod(tensor, dim)) }
+    fn q_cummin(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cummin(tensor, dim)) }
+    fn q_cummax(tensor: QuantizedTensor<Self>, dim: usize) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cummax(tensor, dim)) }
+    fn q_exp(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_exp(tensor)) }
+    fn q_log(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_log(tensor)) }
+    fn q_log1p(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_log1p(tensor)) }
+    fn q_powf(lhs: QuantizedTensor<Self>, rhs: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_powf(lhs, rhs)) }
+    fn q_powi(lhs: QuantizedTensor<Self>, rhs: IntTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_powi(lhs, rhs)) }
+    fn q_powi_scalar(lhs: QuantizedTensor<Self>, rhs: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_powi_scalar(lhs, rhs)) }
+    fn q_powf_scalar(tensor: QuantizedTensor<Self>, value: Scalar) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_powf_scalar(tensor, value)) }
+    fn q_sqrt(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sqrt(tensor)) }
     fn q_abs(tensor: QuantizedTensor<Self>) -> QuantizedTensor<Self> { Flex::q_abs(tensor) }
-    fn q_cos(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cos(tensor)) }
-    fn q_sin(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sin(tensor)) }
-    fn q_tan(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_tan(tensor)) }
-    fn q_cosh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_cosh(tensor)) }
-    fn q_sinh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_sinh(tensor)) }
-    fn q_tanh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_tanh(tensor)) }
-    fn q_erf(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { convert::tp_out(Flex::q_erf(tensor)) }
+    fn q_cos(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cos(tensor)) }
+    fn q_sin(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sin(tensor)) }
+    fn q_tan(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_tan(tensor)) }
+    fn q_cosh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_cosh(tensor)) }
+    fn q_sinh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_sinh(tensor)) }
+    fn q_tanh(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_tanh(tensor)) }
+    fn q_erf(tensor: QuantizedTensor<Self>) -> TensorPrimitive<Self> { relabel::tensor_primitive(Flex::q_erf(tensor)) }
     fn q_cat(tensors: Vec<QuantizedTensor<Self>>, dim: usize) -> QuantizedTensor<Self> { Flex::q_cat(tensors, dim) }
     fn q_argmax(tensor: QuantizedTensor<Self>, dim: usize, out_dtype: IntDType) -> IntTensor<Self> { Flex::q_argmax(tensor, dim, out_dtype) }
     fn q_argtopk(tensor: QuantizedTensor<Self>, dim: usize, k: usize, out_dtype: IntDType) -> IntTensor<Self> { Flex::q_argtopk(tensor, dim, k, out_dtype) }
@@ -453,6 +454,6 @@ impl QTensorOps<Self> for CpuFlex {
 }
 
 impl TransactionOps<Self> for CpuFlex {
-    fn tr_execute(transaction: TransactionPrimitive<Self>) -> impl Future<Output = Result<TransactionPrimitiveData, ExecutionError>> + Send { Flex::tr_execute(convert::transaction_in(transaction)) }
+    fn tr_execute(transaction: TransactionPrimitive<Self>) -> impl Future<Output = Result<TransactionPrimitiveData, ExecutionError>> + Send { Flex::tr_execute(relabel::transaction(transaction)) }
 }
 

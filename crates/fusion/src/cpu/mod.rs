@@ -1,6 +1,5 @@
 //! [`CpuFlex`]: Flex's primitives and ops, burnacc's overrides, Burn's fusion IR.
 
-mod convert;
 pub mod elementwise;
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;

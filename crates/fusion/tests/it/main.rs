@@ -11,6 +11,7 @@ mod tier2 {
     mod broadcast_binary;
     mod contiguous_copy;
     mod conv_backward;
+    mod cube_acc;
     mod elementwise_fusion;
     mod empty_inputs;
     mod gelu;

@@ -11,11 +11,13 @@ use burnacc_bench::device_work::{
     DeviceWork, LogEvent, classify, count_in_cubecl_logs, counting, install_counter,
     launches_by_kernel, most_launched, parse_bytes, settled,
 };
-use std::collections::HashMap;
 use burnacc_train::kernel_cache::{KernelCaches, configure_cubecl};
+use std::collections::HashMap;
 
 type Eager = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type Fused = burn::backend::Wgpu;
+/// burnacc's CubeCL backend under Burn's fusion, with burnacc's fusion runtime.
+type AccFused = burnacc_fusion::Fusion<burnacc_fusion::CubeAcc<WgpuRuntime>>;
 
 /// Elements of each tensor: 4,000 bytes in f32, printed by CubeCL as `4.00 KB`.
 const N: usize = 1000;
@@ -67,7 +69,11 @@ fn most_launched_kernels_are_the_differences_sorted() {
 /// Turns counting on for this process; the test fails if CubeCL was configured before.
 fn start_counting() {
     let caches = configure_cubecl(count_in_cubecl_logs);
-    assert_ne!(caches, KernelCaches::AlreadySet, "CubeCL configured too early");
+    assert_ne!(
+        caches,
+        KernelCaches::AlreadySet,
+        "CubeCL configured too early"
+    );
     assert!(install_counter(), "another logger is installed");
     assert!(counting());
 }
@@ -135,6 +141,17 @@ fn fused_cubecl_launches_one_kernel_for_the_chain() {
     let device = WgpuDevice::default();
     three_ops::<Fused>(&device);
     let work = three_ops::<Fused>(&device);
+    println!("{work:?}");
+    assert_eq!(work.launches, 1, "{work:?}");
+    assert_three_outputs(work);
+}
+
+#[test]
+fn cube_acc_fuses_the_chain_as_burns_fusion_does() {
+    start_counting();
+    let device = WgpuDevice::default();
+    three_ops::<AccFused>(&device);
+    let work = three_ops::<AccFused>(&device);
     println!("{work:?}");
     assert_eq!(work.launches, 1, "{work:?}");
     assert_three_outputs(work);

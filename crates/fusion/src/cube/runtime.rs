@@ -1,0 +1,94 @@
+//! The fusion runtime of `Fusion<CubeAcc<R>>`: Burn's CubeCL fusers and the optimizations
+//! they build, beside burnacc's.
+
+use super::stock::{execute_stock, stock_from_state, stock_fusers};
+use burn_cubecl::CubeRuntime;
+use burn_cubecl_fusion::CubeFusionHandle;
+use burn_cubecl_fusion::optim::{CubeOptimization, CubeOptimizationState};
+use burn_fusion::stream::{Context, OrderedExecution};
+use burn_fusion::{FusionRuntime, NumOperations, OperationFuser, Optimization};
+use core::marker::PhantomData;
+
+/// Burn's fusion runtime for [`super::CubeAcc`]: the fusers Burn's stream asks for
+/// optimizations on a CubeCL device.
+pub struct CubeAccRuntime<R: CubeRuntime> {
+    _runtime: PhantomData<R>,
+}
+
+impl<R: CubeRuntime> core::fmt::Debug for CubeAccRuntime<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CubeAccRuntime")
+    }
+}
+
+/// An optimization of `Fusion<CubeAcc<R>>`: a sequence of ops executed as one.
+pub enum CubeAccOptimization<R: CubeRuntime> {
+    /// One of Burn's own (element-wise, matmul, reduce, reduce-broadcasted).
+    Stock(CubeOptimization<R>),
+}
+
+impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CubeAccOptimization::Stock(o) => f.debug_tuple("Stock").field(o).finish(),
+        }
+    }
+}
+
+/// The serialisable state of a [`CubeAccOptimization`] (Burn can cache optimizations).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub enum CubeAccOptimizationState {
+    /// One of Burn's own.
+    Stock(CubeOptimizationState),
+}
+
+impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
+    type OptimizationState = CubeAccOptimizationState;
+    type Optimization = CubeAccOptimization<R>;
+    type FusionHandle = CubeFusionHandle<R>;
+    type FusionDevice = R::CubeDevice;
+
+    fn fusers(device: R::CubeDevice) -> Vec<Box<dyn OperationFuser<CubeAccOptimization<R>>>> {
+        stock_fusers::<R>(device)
+    }
+}
+
+impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
+    fn len(&self) -> usize {
+        match self {
+            CubeAccOptimization::Stock(o) => o.len(),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            CubeAccOptimization::Stock(o) => o.name(),
+        }
+    }
+}
+
+impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> {
+    fn execute(
+        &mut self,
+        context: &mut Context<CubeFusionHandle<R>>,
+        execution: &OrderedExecution<CubeAccRuntime<R>>,
+    ) {
+        match self {
+            CubeAccOptimization::Stock(o) => execute_stock(o, context, execution),
+        }
+    }
+
+    fn to_state(&self) -> CubeAccOptimizationState {
+        match self {
+            CubeAccOptimization::Stock(o) => CubeAccOptimizationState::Stock(o.to_opt_state()),
+        }
+    }
+
+    fn from_state(device: &R::CubeDevice, state: CubeAccOptimizationState) -> Self {
+        match state {
+            CubeAccOptimizationState::Stock(s) => {
+                CubeAccOptimization::Stock(stock_from_state::<R>(device, s))
+            }
+        }
+    }
+}
