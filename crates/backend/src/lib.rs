@@ -6,7 +6,7 @@
 //! only cost per op is one counter increment ([`counters`]).
 //!
 //! `Acc` works on either side of autodiff. burnacc's `acc` stacks put it above
-//! (`Acc<Autodiff<Fusion<CubeBackend<R>>>>` on GPUs and wgpu, `Acc<Autodiff<Flex>>` on the
+//! (`Acc<Autodiff<Fusion<CubeAcc<R>>>>` on GPUs and wgpu, `Acc<Autodiff<CpuFlex>>` on the
 //! CPU), where it sees the ops a model calls and its autocast casts are differentiable ops;
 //! docs/amp.md has the measurements behind that choice.
 

@@ -31,3 +31,7 @@ pub use cube::{CubeAcc, CubeAccRuntime};
 
 /// Burn's fusion over burnacc's CPU backend: the inner backend of the CPU `acc` stack.
 pub type CpuFused = Fusion<CpuFlex>;
+
+/// Burn's fusion over burnacc's CubeCL backend, with burnacc's fusion runtime: the inner
+/// backend of the `acc` stacks on wgpu (`R = WgpuRuntime`) and CUDA (`CudaRuntime`).
+pub type CubeFused<R> = Fusion<CubeAcc<R>>;

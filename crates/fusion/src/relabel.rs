@@ -1,5 +1,5 @@
 //! Moves Burn's backend-parametrised wrapper types (`TensorPrimitive<B>`,
-//! `MaxPool2dWithIndices<B>`, …) between two backends that store the same tensor types:
+//! `MaxPool2dWithIndices<B>`, …, and burnacc's optimizer groups) between two backends that store the same tensor types:
 //! burnacc's backends and the backends they forward to (`CpuFlex` and Flex, `CubeAcc<R>` and
 //! `CubeBackend<R, f32, i32, u32>`).
 //!
@@ -13,6 +13,7 @@ use burn::tensor::ops::{
     MaxPool2dWithIndices, TransactionPrimitive,
 };
 use burn::tensor::quantization::QuantizationParametersPrimitive;
+use burnacc_kernels::optim::{AdamGroup, AdamUpdate, SgdGroup, SgdUpdate};
 
 /// A backend whose float, int, bool and quantized tensors are those of `From`.
 pub(crate) trait SamePrimitives<From: Backend>:
@@ -90,4 +91,39 @@ pub(crate) fn deform_conv2d_backward<F: Backend, T: SamePrimitives<F>>(
         o.mask_grad,
         o.bias_grad,
     )
+}
+
+pub(crate) fn adam_group<F: Backend, T: SamePrimitives<F>>(g: AdamGroup<F>) -> AdamGroup<T> {
+    AdamGroup {
+        params: g.params,
+        grads: g.grads,
+        exp_avg: g.exp_avg,
+        exp_avg_sq: g.exp_avg_sq,
+        step_size: g.step_size,
+        bc2_sqrt: g.bc2_sqrt,
+    }
+}
+
+pub(crate) fn adam_update<F: Backend, T: SamePrimitives<F>>(u: AdamUpdate<F>) -> AdamUpdate<T> {
+    AdamUpdate {
+        params: u.params,
+        exp_avg: u.exp_avg,
+        exp_avg_sq: u.exp_avg_sq,
+    }
+}
+
+pub(crate) fn sgd_group<F: Backend, T: SamePrimitives<F>>(g: SgdGroup<F>) -> SgdGroup<T> {
+    SgdGroup {
+        params: g.params,
+        grads: g.grads,
+        momentum_buffer: g.momentum_buffer,
+        first: g.first,
+    }
+}
+
+pub(crate) fn sgd_update<F: Backend, T: SamePrimitives<F>>(u: SgdUpdate<F>) -> SgdUpdate<T> {
+    SgdUpdate {
+        params: u.params,
+        momentum_buffer: u.momentum_buffer,
+    }
 }

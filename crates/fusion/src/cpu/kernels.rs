@@ -14,6 +14,7 @@ use crate::kernels::gelu::{
 };
 use crate::kernels::layer_norm::{layer_norm_backward, layer_norm_forward};
 use crate::kernels::softmax::{WindowBias, softmax_backward, window_softmax_forward};
+use crate::relabel;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::{Bytes, DType, Shape};
@@ -267,20 +268,8 @@ impl MultiTensorOptim for CpuFlex {
         hyper: AdamHyper,
         found_inf: Option<FlexTensor>,
     ) -> AdamUpdate<Self> {
-        let group = AdamGroup::<Flex> {
-            params: group.params,
-            grads: group.grads,
-            exp_avg: group.exp_avg,
-            exp_avg_sq: group.exp_avg_sq,
-            step_size: group.step_size,
-            bc2_sqrt: group.bc2_sqrt,
-        };
-        let update = Flex::multi_tensor_adam(group, hyper, found_inf);
-        AdamUpdate {
-            params: update.params,
-            exp_avg: update.exp_avg,
-            exp_avg_sq: update.exp_avg_sq,
-        }
+        let update = Flex::multi_tensor_adam(relabel::adam_group(group), hyper, found_inf);
+        relabel::adam_update(update)
     }
 
     fn multi_tensor_sgd(
@@ -288,16 +277,7 @@ impl MultiTensorOptim for CpuFlex {
         hyper: SgdHyper,
         found_inf: Option<FlexTensor>,
     ) -> SgdUpdate<Self> {
-        let group = SgdGroup::<Flex> {
-            params: group.params,
-            grads: group.grads,
-            momentum_buffer: group.momentum_buffer,
-            first: group.first,
-        };
-        let update = Flex::multi_tensor_sgd(group, hyper, found_inf);
-        SgdUpdate {
-            params: update.params,
-            momentum_buffer: update.momentum_buffer,
-        }
+        let update = Flex::multi_tensor_sgd(relabel::sgd_group(group), hyper, found_inf);
+        relabel::sgd_update(update)
     }
 }

@@ -5,6 +5,7 @@
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
 mod ir;
+mod kernels;
 mod runtime;
 mod stock;
 

@@ -11,6 +11,7 @@ use burn::backend::{Autodiff, Cuda};
 use burn::cubecl::cuda::CudaRuntime;
 use burn::tensor::backend::{Backend, DeviceOps};
 use burnacc_backend::Acc;
+use burnacc_fusion::CubeFused;
 
 /// CubeCL on CUDA without fusion: one kernel per op.
 type CudaCube = CubeBackend<CudaRuntime, f32, i32, u8>;
@@ -83,13 +84,14 @@ impl BackendStack for CudaFused {
     }
 }
 
-/// `acc` on CUDA: `Acc<Autodiff<Fusion<CubeBackend<CudaRuntime>>, BalancedCheckpointing>>`.
+/// `acc` on CUDA: `Acc<Autodiff<Fusion<CubeAcc<CudaRuntime>>, BalancedCheckpointing>>`:
+/// CubeCL under burnacc's fusion runtime, as on wgpu.
 pub struct CudaAcc;
 
 impl BackendStack for CudaAcc {
-    type Backend = Acc<Autodiff<Cuda, BalancedCheckpointing>>;
+    type Backend = Acc<Autodiff<CubeFused<CudaRuntime>, BalancedCheckpointing>>;
     const TYPE_NAME: &'static str =
-        "Acc<Autodiff<Fusion<CubeBackend<CudaRuntime>>, BalancedCheckpointing>>";
+        "Acc<Autodiff<Fusion<CubeAcc<CudaRuntime>>, BalancedCheckpointing>>";
 
     fn device(spec: DeviceSpec) -> StackDevice<Self> {
         CudaDevice::new(index(spec))
@@ -105,8 +107,8 @@ impl BackendStack for CudaAcc {
 
     fn install_kernels(kernels: &KernelsSection) -> Result<KernelRoutes, &'static str> {
         Ok(install_acc_kernels::<
-            Autodiff<Cuda, BalancedCheckpointing>,
-            Cuda,
+            Autodiff<CubeFused<CudaRuntime>, BalancedCheckpointing>,
+            CubeFused<CudaRuntime>,
         >(kernels))
     }
 }

@@ -4,11 +4,13 @@
 //! |-------|--------------------------------------------|---------------------------------------------------|
 //! | eager | `Autodiff<Flex>`                           | `Autodiff<CubeBackend<R>>`                        |
 //! | fused | —                                          | `Autodiff<Fusion<CubeBackend<R>>>`                |
-//! | acc   | `Acc<Autodiff<CpuFlex, Balanced>>`         | `Acc<Autodiff<Fusion<CubeBackend<R>>, Balanced>>` |
+//! | acc   | `Acc<Autodiff<CpuFlex, Balanced>>`         | `Acc<Autodiff<Fusion<CubeAcc<R>>, Balanced>>`     |
 //!
 //! `CpuFlex` (burnacc-fusion) is Flex with burnacc's CPU kernels (broadcasting element-wise
 //! ops, the convolution backward as one matrix product) and Burn's fusion IR, so that
-//! `Fusion<CpuFlex>` can run burnacc's fusers.
+//! `Fusion<CpuFlex>` can run burnacc's fusers. `CubeAcc<R>` (burnacc-fusion) is CubeCL's
+//! backend under burnacc's fusion runtime: `Fusion<CubeAcc<R>>` runs Burn's CubeCL fusers and
+//! burnacc's.
 //!
 //! Each stack is a type implementing [`BackendStack`] (its autodiff backend, device, memory
 //! reading and kernel installation) in this folder: `cpu.rs`, `wgpu.rs`, `cuda.rs`.
@@ -47,6 +49,9 @@ pub use wgpu::{WgpuAcc, WgpuEager, WgpuFused};
 
 /// The autodiff backend of the CPU `acc` stack (what tests of the shipped stack run).
 pub type CpuAccBackend = <CpuAcc as BackendStack>::Backend;
+
+/// The autodiff backend of the wgpu `acc` stack (what tests of the shipped stack run).
+pub type WgpuAccBackend = <WgpuAcc as BackendStack>::Backend;
 
 use crate::memory::MemoryReading;
 use crate::recipe::{DeviceSpec, KernelsSection, Mode};

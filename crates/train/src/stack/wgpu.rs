@@ -9,6 +9,7 @@ use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Wgpu};
 use burn::tensor::backend::Backend;
 use burnacc_backend::Acc;
+use burnacc_fusion::CubeFused;
 
 /// CubeCL on wgpu without fusion: one kernel per op.
 type WgpuCube = CubeBackend<WgpuRuntime, f32, i32, u32>;
@@ -60,13 +61,15 @@ impl BackendStack for WgpuFused {
     }
 }
 
-/// `acc` on wgpu: `Acc<Autodiff<Fusion<CubeBackend<WgpuRuntime>>, BalancedCheckpointing>>`.
+/// `acc` on wgpu: `Acc<Autodiff<Fusion<CubeAcc<WgpuRuntime>>, BalancedCheckpointing>>`:
+/// CubeCL under burnacc's fusion runtime (`burnacc_fusion::CubeAccRuntime`: Burn's CubeCL
+/// fusers and burnacc's).
 pub struct WgpuAcc;
 
 impl BackendStack for WgpuAcc {
-    type Backend = Acc<Autodiff<Wgpu, BalancedCheckpointing>>;
+    type Backend = Acc<Autodiff<CubeFused<WgpuRuntime>, BalancedCheckpointing>>;
     const TYPE_NAME: &'static str =
-        "Acc<Autodiff<Fusion<CubeBackend<WgpuRuntime>>, BalancedCheckpointing>>";
+        "Acc<Autodiff<Fusion<CubeAcc<WgpuRuntime>>, BalancedCheckpointing>>";
 
     fn device(_spec: DeviceSpec) -> StackDevice<Self> {
         WgpuDevice::default()
@@ -82,8 +85,8 @@ impl BackendStack for WgpuAcc {
 
     fn install_kernels(kernels: &KernelsSection) -> Result<KernelRoutes, &'static str> {
         Ok(install_acc_kernels::<
-            Autodiff<Wgpu, BalancedCheckpointing>,
-            Wgpu,
+            Autodiff<CubeFused<WgpuRuntime>, BalancedCheckpointing>,
+            CubeFused<WgpuRuntime>,
         >(kernels))
     }
 }

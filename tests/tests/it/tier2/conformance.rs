@@ -7,7 +7,7 @@ use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex, NdArray, Wgpu};
 use burnacc_backend::Acc;
-use burnacc_fusion::{CpuFlex, CpuFused};
+use burnacc_fusion::{CpuFlex, CpuFused, CubeFused};
 use burnacc_tests::conformance::{Stack, families, run_family};
 use std::sync::{Mutex, MutexGuard};
 
@@ -85,7 +85,7 @@ suite!(
 );
 suite!(
     /// burnacc's wgpu stack as `train` builds it.
-    shipped_acc_wgpu: Acc<Autodiff<Wgpu, BalancedCheckpointing>>, Stack::AccAboveAutodiff, WgpuDevice::default(), wgpu_lock
+    shipped_acc_wgpu: Acc<Autodiff<CubeFused<WgpuRuntime>, BalancedCheckpointing>>, Stack::AccAboveAutodiff, WgpuDevice::default(), wgpu_lock
 );
 suite!(
     /// Acc over a second, independent CPU backend.

@@ -4,20 +4,18 @@
 //! the routes' counters and, on wgpu, the CubeCL kernels' launch counters proving which path
 //! ran.
 
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::{Autodiff, Wgpu};
 use burn::module::Param;
 use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
-use burnacc_backend::{Acc, counters};
+use burnacc_backend::counters;
 use burnacc_kernels::layer_norm::{layer_norm_backward_launches, layer_norm_forward_launches};
 use burnacc_tests::rng::HostRng;
 use burnacc_train::recipe::KernelsSection;
 use burnacc_train::recipe::{DeviceSpec, Mode};
-use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::stack::Stack;
 use burnacc_train::stack::route_kernels;
+use burnacc_train::stack::{CpuAccBackend, WgpuAccBackend};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = HostRng::new(seed);
@@ -98,15 +96,16 @@ fn routed_equals_plain<B: AutodiffBackend>(stack: Stack, device: &B::Device) -> 
 
 #[test]
 fn the_route_runs_the_fused_kernels_on_wgpu() {
-    type Inner = Autodiff<Wgpu, BalancedCheckpointing>;
+    // The shipped wgpu acc stack.
+    type Shipped = WgpuAccBackend;
     let device = Default::default();
     let (forward, backward) = (
         layer_norm_forward_launches(),
         layer_norm_backward_launches(),
     );
-    let calls = routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
+    let calls = routed_equals_plain::<Shipped>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
     assert_eq!(calls, 1);
-    Inner::sync(&device).unwrap();
+    Shipped::sync(&device).unwrap();
     assert!(
         layer_norm_forward_launches() > forward,
         "the forward kernel did not run"
@@ -226,11 +225,12 @@ fn routed_activations_match_burns_ops_on_the_cpu() {
 #[test]
 fn routed_activations_run_the_gelu_kernels_on_wgpu() {
     use burnacc_kernels::gelu::{bias_gelu_backward_launches, quick_gelu_forward_launches};
-    type Inner = Autodiff<Wgpu, BalancedCheckpointing>;
+    // The shipped wgpu acc stack.
+    type Shipped = WgpuAccBackend;
     let device = Default::default();
     let (quick, bias) = (quick_gelu_forward_launches(), bias_gelu_backward_launches());
-    activations_routed_equal_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
-    Inner::sync(&device).unwrap();
+    activations_routed_equal_plain::<Shipped>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
+    Shipped::sync(&device).unwrap();
     assert!(
         quick_gelu_forward_launches() > quick,
         "the QuickGELU kernel did not run"

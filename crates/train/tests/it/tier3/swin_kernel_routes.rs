@@ -6,18 +6,16 @@
 //! The model is reduced but keeps every case of the geometry: a 10×10 token map with 4×4
 //! windows (padded to 12×12, shifted by 2), then a 5×5 map (padded to 8×8, shifted by 2).
 
-use burn::backend::autodiff::checkpoint::strategy::BalancedCheckpointing;
-use burn::backend::{Autodiff, Wgpu};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
-use burnacc_backend::{Acc, counters};
+use burnacc_backend::counters;
 use burnacc_models::swin::{SwinConfig, SwinTransformer};
 use burnacc_tests::rng::HostRng;
 use burnacc_train::recipe::KernelsSection;
 use burnacc_train::recipe::{DeviceSpec, Mode};
-use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::stack::Stack;
 use burnacc_train::stack::route_kernels;
+use burnacc_train::stack::{CpuAccBackend, WgpuAccBackend};
 
 const BATCH: usize = 2;
 const IMAGE: usize = 40;
@@ -165,7 +163,8 @@ fn routed_swin_ops_run_the_kernels_on_wgpu() {
     use burnacc_kernels::window_process::{
         window_process_launches, window_process_reverse_launches,
     };
-    type Inner = Autodiff<Wgpu, BalancedCheckpointing>;
+    // The shipped wgpu acc stack.
+    type Shipped = WgpuAccBackend;
     let device = Default::default();
     let launches = || {
         [
@@ -176,8 +175,8 @@ fn routed_swin_ops_run_the_kernels_on_wgpu() {
         ]
     };
     let before = launches();
-    routed_equals_plain::<Acc<Inner>>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
-    Inner::sync(&device).unwrap();
+    routed_equals_plain::<Shipped>(Stack::new(Mode::Acc, DeviceSpec::Wgpu), &device);
+    Shipped::sync(&device).unwrap();
     let after = launches();
     // Forward and backward: each gather also runs as the other's backward.
     for (i, name) in [
