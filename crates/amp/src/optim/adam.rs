@@ -10,7 +10,8 @@
 //! p = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
 //! ```
 //!
-//! `m` and `v` start at zero; the step counter is an f32 `[1]` tensor per parameter.
+//! `m` and `v` start at zero; the step counter is an f32 `[1]` tensor per parameter (an entry of
+//! its group's `[n]` counters after a multi-tensor step: `step_count`).
 
 use super::SyncFreeOptimizer;
 use super::device::{Erased, StepMask, bias_correction, zero_step};
@@ -19,6 +20,7 @@ use super::mapper::{UpdateRule, step_module};
 use super::multi_tensor::{Collected, apply, by_dtype, found_inf_f32, take, zeros_like};
 use super::route::{AdamStep, AdamStepFn};
 use super::state::{NamedState, OptimizerStateData, StateError, export, import};
+use super::step_count::{StepCount, group_counts, split_counts};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -160,7 +162,7 @@ impl<B: AutodiffBackend> Adam<B> {
         id: ParamId,
     ) -> Option<AdamParamState<B::InnerBackend, D>> {
         self.states.get(&id).map(|s| AdamParamState {
-            step: s.step.clone(),
+            step: s.step.tensor(),
             exp_avg: s.exp_avg.get(),
             exp_avg_sq: s.exp_avg_sq.get(),
         })
@@ -238,7 +240,7 @@ impl<B: AutodiffBackend> Adam<B> {
             let (step, m, v) = match self.states.remove(&item.id) {
                 Some(s) => (s.step, s.exp_avg.float(), s.exp_avg_sq.float()),
                 None => (
-                    zero_step(&device),
+                    StepCount::Own(zero_step(&device)),
                     zeros_like::<B::InnerBackend>(&item.param),
                     zeros_like::<B::InnerBackend>(&item.param),
                 ),
@@ -251,7 +253,7 @@ impl<B: AutodiffBackend> Adam<B> {
             tensors.grads.push(item.grad);
         }
         // Step counts after this step, f32 [n], and their bias corrections.
-        let steps = Tensor::cat(steps, 0);
+        let steps = group_counts(&steps);
         let next = steps.clone().add_scalar(1.0);
         let step_size = bias_correction(next.clone(), beta1).recip().mul_scalar(lr);
         tensors.step_size = step_size.cast(DType::F32).into_primitive().tensor();
@@ -261,16 +263,16 @@ impl<B: AutodiffBackend> Adam<B> {
             .into_primitive()
             .tensor();
         let update = fused(tensors, self.rule.0.hyper(lr), found_inf_f32(found_inf));
-        let advanced = StepMask::new(found_inf).advance(steps);
+        let advanced = split_counts(StepMask::new(found_inf).advance(steps));
         let new_states = update.exp_avg.into_iter().zip(update.exp_avg_sq);
-        for (i, ((id, param), (m, v))) in ids
+        for (((id, param), (m, v)), step) in ids
             .into_iter()
             .zip(update.params)
             .zip(new_states)
-            .enumerate()
+            .zip(advanced)
         {
             let state = ErasedState {
-                step: advanced.clone().slice([i..i + 1]),
+                step,
                 exp_avg: Erased::from_float(m),
                 exp_avg_sq: Erased::from_float(v),
             };
@@ -282,7 +284,7 @@ impl<B: AutodiffBackend> Adam<B> {
 
 #[derive(Clone, Debug)]
 struct ErasedState<B: Backend> {
-    step: Tensor<B, 1>,
+    step: StepCount<B>,
     exp_avg: Erased<B>,
     exp_avg_sq: Erased<B>,
 }
@@ -303,7 +305,11 @@ impl<B: Backend> UpdateRule<B> for AdamRule {
         let c = &self.0;
         let (beta1, beta2) = c.betas;
         let (step, m, v) = match state {
-            Some(s) => (s.step, s.exp_avg.get::<D>(), s.exp_avg_sq.get::<D>()),
+            Some(s) => (
+                s.step.tensor(),
+                s.exp_avg.get::<D>(),
+                s.exp_avg_sq.get::<D>(),
+            ),
             None => (
                 zero_step(&param.device()),
                 param.zeros_like(),
@@ -325,7 +331,7 @@ impl<B: Backend> UpdateRule<B> for AdamRule {
             &c.hyper(lr),
         );
         let state = ErasedState {
-            step: mask.advance(step),
+            step: StepCount::Own(mask.advance(step)),
             exp_avg: Erased::new(mask.keep(new_m, m)),
             exp_avg_sq: Erased::new(mask.keep(new_v, v)),
         };
@@ -336,8 +342,8 @@ impl<B: Backend> UpdateRule<B> for AdamRule {
 impl<B: Backend> NamedState<B> for ErasedState<B> {
     const BUFFERS: &'static [&'static str] = &["exp_avg", "exp_avg_sq"];
 
-    fn step(&self) -> &Tensor<B, 1> {
-        &self.step
+    fn step(&self) -> Tensor<B, 1> {
+        self.step.tensor()
     }
 
     fn buffers(&self) -> Vec<&Erased<B>> {
@@ -347,7 +353,7 @@ impl<B: Backend> NamedState<B> for ErasedState<B> {
     fn from_parts(step: Tensor<B, 1>, buffers: Vec<Erased<B>>) -> Self {
         let mut buffers = buffers.into_iter();
         Self {
-            step,
+            step: StepCount::Own(step),
             exp_avg: buffers.next().expect("checked by import"),
             exp_avg_sq: buffers.next().expect("checked by import"),
         }

@@ -18,6 +18,7 @@ mod multi_tensor;
 pub mod route;
 mod sgd;
 mod state;
+mod step_count;
 
 pub use adam::{Adam, AdamConfig, AdamParamState, WeightDecayMode};
 pub use error::OptimError;

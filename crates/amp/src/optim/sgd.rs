@@ -20,6 +20,7 @@ use super::mapper::{UpdateRule, step_module};
 use super::multi_tensor::{Collected, apply, by_dtype, found_inf_f32, take, zeros_like};
 use super::route::{SgdStep, SgdStepFn};
 use super::state::{NamedState, OptimizerStateData, StateError, export, import};
+use super::step_count::{StepCount, group_counts, split_counts};
 use burn::module::{AutodiffModule, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -139,7 +140,7 @@ impl<B: AutodiffBackend> Sgd<B> {
         id: ParamId,
     ) -> Option<SgdParamState<B::InnerBackend, D>> {
         self.states.get(&id).map(|s| SgdParamState {
-            step: s.step.clone(),
+            step: s.step.tensor(),
             momentum_buffer: s.momentum_buffer.get(),
         })
     }
@@ -215,7 +216,7 @@ impl<B: AutodiffBackend> Sgd<B> {
                 let (step, buf) = match self.states.remove(&item.id) {
                     Some(s) => (s.step, s.momentum_buffer.float()),
                     None => (
-                        zero_step(&device),
+                        StepCount::Own(zero_step(&device)),
                         zeros_like::<B::InnerBackend>(&item.param),
                     ),
                 };
@@ -226,7 +227,7 @@ impl<B: AutodiffBackend> Sgd<B> {
             tensors.params.push(item.param);
             tensors.grads.push(item.grad);
         }
-        let steps = momentum.then(|| Tensor::cat(steps, 0));
+        let steps = momentum.then(|| group_counts(&steps));
         tensors.first = steps.as_ref().map(|s| {
             s.clone()
                 .equal_elem(0.0)
@@ -236,12 +237,15 @@ impl<B: AutodiffBackend> Sgd<B> {
                 .tensor()
         });
         let update = fused(tensors, self.rule.0.hyper(lr), found_inf_f32(found_inf));
-        let advanced = steps.map(|s| StepMask::new(found_inf).advance(s));
+        let mut advanced = steps
+            .map(|s| split_counts(StepMask::new(found_inf).advance(s)))
+            .unwrap_or_default()
+            .into_iter();
         let mut buffers = update.momentum_buffer.into_iter();
-        for (i, (id, param)) in ids.into_iter().zip(update.params).enumerate() {
-            if let (Some(advanced), Some(buf)) = (&advanced, buffers.next()) {
+        for (id, param) in ids.into_iter().zip(update.params) {
+            if let (Some(step), Some(buf)) = (advanced.next(), buffers.next()) {
                 let state = ErasedState {
-                    step: advanced.clone().slice([i..i + 1]),
+                    step,
                     momentum_buffer: Erased::from_float(buf),
                 };
                 self.states.insert(id, state);
@@ -253,7 +257,7 @@ impl<B: AutodiffBackend> Sgd<B> {
 
 #[derive(Clone, Debug)]
 struct ErasedState<B: Backend> {
-    step: Tensor<B, 1>,
+    step: StepCount<B>,
     momentum_buffer: Erased<B>,
 }
 
@@ -276,7 +280,7 @@ impl<B: Backend> UpdateRule<B> for SgdRule {
             return (mask.keep(new_param, param), None);
         }
         let (step, buf) = match state {
-            Some(s) => (s.step, s.momentum_buffer.get::<D>()),
+            Some(s) => (s.step.tensor(), s.momentum_buffer.get::<D>()),
             None => (zero_step(&param.device()), param.zeros_like()),
         };
         let first = step.clone().equal_elem(0.0);
@@ -288,7 +292,7 @@ impl<B: Backend> UpdateRule<B> for SgdRule {
         );
         let new_buf = new_buf.expect("a momentum step returns its buffer");
         let state = ErasedState {
-            step: mask.advance(step),
+            step: StepCount::Own(mask.advance(step)),
             momentum_buffer: Erased::new(mask.keep(new_buf, buf)),
         };
         (mask.keep(new_param, param), Some(state))
@@ -298,8 +302,8 @@ impl<B: Backend> UpdateRule<B> for SgdRule {
 impl<B: Backend> NamedState<B> for ErasedState<B> {
     const BUFFERS: &'static [&'static str] = &["momentum_buffer"];
 
-    fn step(&self) -> &Tensor<B, 1> {
-        &self.step
+    fn step(&self) -> Tensor<B, 1> {
+        self.step.tensor()
     }
 
     fn buffers(&self) -> Vec<&Erased<B>> {
@@ -309,7 +313,7 @@ impl<B: Backend> NamedState<B> for ErasedState<B> {
     fn from_parts(step: Tensor<B, 1>, buffers: Vec<Erased<B>>) -> Self {
         let mut buffers = buffers.into_iter();
         Self {
-            step,
+            step: StepCount::Own(step),
             momentum_buffer: buffers.next().expect("checked by import"),
         }
     }

@@ -63,7 +63,7 @@ pub(crate) trait NamedState<B: Backend>: Sized {
     /// The buffers' names, in order.
     const BUFFERS: &'static [&'static str];
     /// The step counter, f32 `[1]`.
-    fn step(&self) -> &Tensor<B, 1>;
+    fn step(&self) -> Tensor<B, 1>;
     /// The buffers, in the order of `BUFFERS`.
     fn buffers(&self) -> Vec<&Erased<B>>;
     /// A state from a step counter and buffers in the order of `BUFFERS`.
@@ -77,7 +77,7 @@ pub(crate) fn export<B: Backend, S: NamedState<B>>(
 ) -> Result<OptimizerStateData, StateError> {
     let mut params = HashMap::with_capacity(states.len());
     for (id, state) in states {
-        let step = read::<B>(state.step().clone().into_primitive().tensor())?;
+        let step = read::<B>(state.step().into_primitive().tensor())?;
         let step = step
             .convert::<f32>()
             .to_vec::<f32>()
