@@ -401,18 +401,7 @@ def main():
         "#![allow(unused_imports, clippy::too_many_arguments)]",
         "",
         "use crate::{Acc, convert, op};",
-        "use burn::tensor::backend::{Backend, ExecutionError};",
-        "use burn::tensor::ops::*;",
-        "use burn::tensor::quantization::*;",
-        "use burn::tensor::{",
-        "    BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData,",
-        "    TensorPrimitive,",
-        "};",
-        "use burn::tensor::ops::conv::*;",
-        "use core::future::Future;",
-        "use core::ops::Range;",
-        "",
-    ]
+    ] + OPS_IMPORTS
     names = []
     for fname, trait in TRAITS:
         text = strip_comments(open(os.path.join(src, fname)).read())
