@@ -23,7 +23,7 @@ use burn::cubecl::config::profiling::ProfilingLogLevel;
 use cubecl_common::config::logger::LogCrateLevel;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The module that forwards CubeCL's log sinks to the `log` crate.
@@ -95,12 +95,15 @@ pub fn parse_bytes(size: &str) -> Option<u64> {
     Some((value * scale).round() as u64)
 }
 
-static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static RESERVATIONS: AtomicU64 = AtomicU64::new(0);
 static RESERVED_BYTES: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: OnceLock<bool> = OnceLock::new();
-/// Launches per kernel name.
-static BY_KERNEL: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+/// Launches per kernel name (their sum is every launch).
+static BY_KERNEL: LazyLock<Mutex<HashMap<String, u64>>> = LazyLock::new(Default::default);
+
+fn by_kernel() -> std::sync::MutexGuard<'static, HashMap<String, u64>> {
+    BY_KERNEL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Counts CubeCL's log records; ignores every other record.
 struct Counter;
@@ -117,14 +120,9 @@ impl log::Log for Counter {
         let message = record.args().to_string();
         match classify(&message) {
             LogEvent::Launch => {
-                LAUNCHES.fetch_add(1, Ordering::Relaxed);
-                let mut by_kernel = BY_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
                 // CubeCL names a launch `Executing <kernel> | <runtime>`.
                 let name = message.strip_prefix("Executing ").unwrap_or(&message);
-                *by_kernel
-                    .get_or_insert_with(HashMap::new)
-                    .entry(name.to_owned())
-                    .or_default() += 1;
+                *by_kernel().entry(name.to_owned()).or_default() += 1;
             }
             LogEvent::Reserved(bytes) => {
                 RESERVATIONS.fetch_add(1, Ordering::Relaxed);
@@ -168,8 +166,7 @@ pub fn counting() -> bool {
 
 /// Launches per kernel name so far (call it after [`settled`]).
 pub fn launches_by_kernel() -> HashMap<String, u64> {
-    let by_kernel = BY_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    by_kernel.clone().unwrap_or_default()
+    by_kernel().clone()
 }
 
 /// The kernels launched most between two [`launches_by_kernel`] readings, most first: at most
@@ -191,7 +188,7 @@ pub fn most_launched(
 
 fn current() -> DeviceWork {
     DeviceWork {
-        launches: LAUNCHES.load(Ordering::Relaxed),
+        launches: by_kernel().values().sum(),
         reservations: RESERVATIONS.load(Ordering::Relaxed),
         reserved_bytes: RESERVED_BYTES.load(Ordering::Relaxed),
     }

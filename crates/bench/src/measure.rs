@@ -184,8 +184,8 @@ impl Measure<'_> {
         let count_work = device_work::counting() && stack.device() != DeviceSpec::Cpu;
         let mut work_per_step: Vec<DeviceWork> = Vec::new();
         for _ in 0..counts.windows {
-            let work_before = count_work.then(device_work::settled);
-            let kernels_before = count_work.then(device_work::launches_by_kernel);
+            let before =
+                count_work.then(|| (device_work::settled(), device_work::launches_by_kernel()));
             feed.take_wait();
             let t = Instant::now();
             for _ in 0..counts.steps {
@@ -196,8 +196,8 @@ impl Measure<'_> {
             if let Some(waited) = feed.take_wait() {
                 wait_fractions.push(waited.as_secs_f64() / elapsed);
             }
-            if let (Some(before), Some(kernels_before)) = (work_before, kernels_before) {
-                work_per_step.push(device_work::settled().since(before));
+            if let Some((work_before, kernels_before)) = before {
+                work_per_step.push(device_work::settled().since(work_before));
                 let kernels = device_work::launches_by_kernel();
                 record.top_kernels = device_work::most_launched(&kernels_before, &kernels, 12)
                     .into_iter()
