@@ -1,4 +1,5 @@
-//! Counters that prove which of burnacc's CPU kernels and fused optimizations ran.
+//! Counters that prove which of burnacc's CPU kernels and fused optimizations, and of its CubeCL
+//! fusers' optimizations, ran.
 //!
 //! Process-wide (the fusion stream may execute on any thread); tests compare readings taken
 //! before and after the work they check.
@@ -84,3 +85,8 @@ pub static RESHAPE_VIEW: Counter = Counter::new("cpu_reshape_view");
 pub static LINEAR_WEIGHT_GRAD: Counter = Counter::new("cpu_linear_weight_grad");
 /// f32 Bernoulli tensors (dropout and drop-path masks) drawn with burnacc's counter-based hash.
 pub static BERNOULLI_F32: Counter = Counter::new("cpu_bernoulli_f32");
+/// Chains of `sum_dim` / `mean_dim` run as one multi-axis reduction (or none) by
+/// `Fusion<CubeAcc<R>>` (`cube::sum_chain`).
+pub static CUBE_SUM_CHAIN: Counter = Counter::new("cube_sum_chain");
+/// Reductions run inside those chains.
+pub static CUBE_SUM_CHAIN_OPS: Counter = Counter::new("cube_sum_chain_ops");

@@ -13,10 +13,13 @@
 //!   the host elsewhere.
 //! - [`dcn`]: deformable convolution v1 and v2 (torchvision's `deform_conv2d` with argument
 //!   checks; mmcv's `DeformConv2dPack` and `ModulatedDeformConv2dPack` layers).
+//! - [`sum_axes`]: a sum or mean over several axes at once, one cube per output element (the
+//!   kernel of burnacc's CubeCL fuser of `sum_dim` chains).
 //! - [`multi_apply`]: mmdet's `multi_apply` and TorchAcc's multi-stream variant (a stream per
 //!   group, results in order).
 
 pub mod bias_dropout_add;
+mod cube_tree;
 mod cube_util;
 mod custom_op;
 pub mod dcn;
@@ -27,5 +30,6 @@ pub mod layer_norm;
 pub mod multi_apply;
 pub mod nms;
 pub mod optim;
+pub mod sum_axes;
 pub mod swin_attention;
 pub mod window_process;

@@ -1,6 +1,6 @@
 //! [`CubeAcc`]: CubeCL's backend under a type of burnacc's own, so that `Fusion<CubeAcc<R>>`
 //! runs burnacc's fusion runtime on wgpu and CUDA ([`CubeAccRuntime`]: Burn's own CubeCL
-//! fusers, unchanged, beside burnacc's).
+//! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel).
 
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
@@ -8,8 +8,10 @@ mod ir;
 mod kernels;
 mod runtime;
 mod stock;
+mod sum_chain;
 
 pub use runtime::{CubeAccOptimization, CubeAccOptimizationState, CubeAccRuntime};
+pub use sum_chain::{SumChain, SumChainOptimization};
 
 use burn::tensor::backend::{Backend, BackendTypes, DTypeUsageSet, ExecutionError};
 use burn::tensor::{DType, TensorData};

@@ -1,7 +1,8 @@
 //! The fusion runtime of `Fusion<CubeAcc<R>>`: Burn's CubeCL fusers and the optimizations
-//! they build, beside burnacc's.
+//! they build, beside burnacc's (reduction chains, `super::sum_chain`).
 
 use super::stock::{execute_stock, stock_from_state, stock_fusers};
+use super::sum_chain::{SumChain, SumChainFuser, SumChainOptimization};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl_fusion::CubeFusionHandle;
 use burn_cubecl_fusion::optim::{CubeOptimization, CubeOptimizationState};
@@ -25,12 +26,15 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccRuntime<R> {
 pub enum CubeAccOptimization<R: CubeRuntime> {
     /// One of Burn's own (element-wise, matmul, reduce, reduce-broadcasted).
     Stock(CubeOptimization<R>),
+    /// A chain of `sum_dim` / `mean_dim` as one multi-axis reduction (`super::sum_chain`).
+    SumChain(SumChainOptimization<R>),
 }
 
 impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             CubeAccOptimization::Stock(o) => f.debug_tuple("Stock").field(o).finish(),
+            CubeAccOptimization::SumChain(o) => o.fmt(f),
         }
     }
 }
@@ -40,6 +44,8 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
 pub enum CubeAccOptimizationState {
     /// One of Burn's own.
     Stock(CubeOptimizationState),
+    /// A reduction chain.
+    SumChain(SumChain),
 }
 
 impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
@@ -49,7 +55,9 @@ impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
     type FusionDevice = R::CubeDevice;
 
     fn fusers(device: R::CubeDevice) -> Vec<Box<dyn OperationFuser<CubeAccOptimization<R>>>> {
-        stock_fusers::<R>(device)
+        let mut fusers = stock_fusers::<R>(device);
+        fusers.push(Box::new(SumChainFuser::<R>::new()));
+        fusers
     }
 }
 
@@ -57,12 +65,14 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
     fn len(&self) -> usize {
         match self {
             CubeAccOptimization::Stock(o) => o.len(),
+            CubeAccOptimization::SumChain(o) => o.len(),
         }
     }
 
     fn name(&self) -> &'static str {
         match self {
             CubeAccOptimization::Stock(o) => o.name(),
+            CubeAccOptimization::SumChain(_) => "SumChain",
         }
     }
 }
@@ -75,12 +85,16 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
     ) {
         match self {
             CubeAccOptimization::Stock(o) => execute_stock(o, context, execution),
+            CubeAccOptimization::SumChain(o) => o.execute(context),
         }
     }
 
     fn to_state(&self) -> CubeAccOptimizationState {
         match self {
             CubeAccOptimization::Stock(o) => CubeAccOptimizationState::Stock(o.to_opt_state()),
+            CubeAccOptimization::SumChain(o) => {
+                CubeAccOptimizationState::SumChain(o.chain().clone())
+            }
         }
     }
 
@@ -88,6 +102,9 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
         match state {
             CubeAccOptimizationState::Stock(s) => {
                 CubeAccOptimization::Stock(stock_from_state::<R>(device, s))
+            }
+            CubeAccOptimizationState::SumChain(chain) => {
+                CubeAccOptimization::SumChain(SumChainOptimization::new(chain))
             }
         }
     }

@@ -20,5 +20,6 @@ mod tier2 {
     mod linear;
     mod matmul_random;
     mod reshape_views;
+    mod sum_chain;
     mod window_softmax;
 }

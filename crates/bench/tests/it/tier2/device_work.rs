@@ -1,7 +1,8 @@
 //! `device_work`: kernel launches and memory reservations counted from CubeCL's logs, on
 //! lavapipe (wgpu), against what Burn is known to run: one kernel per element-wise op on
-//! `CubeBackend`, one kernel for the same chain under Burn's fusion, and one buffer of the
-//! op's output size per result. Each test runs in its own process (nextest), as `bench` runs
+//! `CubeBackend`, one kernel for the same chain under Burn's fusion, one buffer of the op's
+//! output size per result, and a chain of three reductions as three kernels under Burn's
+//! fusion and one under burnacc's. Each test runs in its own process (nextest), as `bench` runs
 //! each case, because CubeCL's configuration is set once per process.
 
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
@@ -155,4 +156,43 @@ fn cube_acc_fuses_the_chain_as_burns_fusion_does() {
     println!("{work:?}");
     assert_eq!(work.launches, 1, "{work:?}");
     assert_three_outputs(work);
+}
+
+/// A batch norm's per-channel sum as autodiff spells it, `sum_dim` over axes 0, 2 and 3 of
+/// `[2, 3, 4, 5]`, and the work it did; the sum of channel 1 is checked.
+fn per_channel_sum<B: Backend>(device: &B::Device) -> DeviceWork {
+    let values: Vec<f32> = (0..120).map(|i| (i % 7) as f32).collect();
+    let x = Tensor::<B, 4>::from_data(TensorData::new(values.clone(), [2, 3, 4, 5]), device);
+    B::sync(device).unwrap();
+    let before = settled();
+    let sums = x.sum_dim(0).sum_dim(2).sum_dim(3);
+    B::sync(device).unwrap();
+    let work = settled().since(before);
+    let expected: f32 = (0..120)
+        .filter(|i| (i / 20) % 3 == 1)
+        .map(|i| values[i])
+        .sum();
+    let got = sums.into_data().as_slice::<f32>().unwrap()[1];
+    assert_eq!(got, expected);
+    work
+}
+
+#[test]
+fn burns_fusion_launches_one_kernel_per_reduction_of_a_chain() {
+    start_counting();
+    let device = WgpuDevice::default();
+    per_channel_sum::<Fused>(&device);
+    let work = per_channel_sum::<Fused>(&device);
+    println!("{work:?}");
+    assert_eq!(work.launches, 3, "{work:?}");
+}
+
+#[test]
+fn cube_acc_runs_a_reduction_chain_as_one_kernel() {
+    start_counting();
+    let device = WgpuDevice::default();
+    per_channel_sum::<AccFused>(&device);
+    let work = per_channel_sum::<AccFused>(&device);
+    println!("{work:?}");
+    assert_eq!(work.launches, 1, "{work:?}");
 }

@@ -1,9 +1,10 @@
 //! `Fusion<CubeAcc<R>>` (burnacc's CubeCL backend and fusion runtime) against Burn's own
 //! `Fusion<CubeBackend<R>>` (`burn::backend::Wgpu`) on lavapipe, bit for bit: the runtime
-//! runs Burn's CubeCL fusers unchanged, so every kernel and every fused sequence must be the
-//! same. Element-wise chains with broadcasting and strided inputs, a matrix product with its
-//! bias and ReLU epilogue, reductions and softmax, and the gradients of all of it through
-//! autodiff.
+//! runs Burn's CubeCL fusers unchanged, and this graph holds no chain of reductions (which
+//! burnacc's sum-chain fuser would add in another order), so every kernel and every fused
+//! sequence must compute the same values. Element-wise chains with broadcasting and strided
+//! inputs, a matrix product with its bias and ReLU epilogue, reductions and softmax, and the
+//! gradients of all of it through autodiff.
 
 use burn::backend::Autodiff;
 use burn::backend::wgpu::{WgpuDevice, WgpuRuntime};
