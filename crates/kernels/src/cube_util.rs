@@ -56,3 +56,15 @@ pub(crate) fn empty_like<R: CubeRuntime>(
 ) -> CubeTensor<R> {
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
 }
+
+/// The largest power of two no larger than `wanted` (at least 1) and the device's limits on
+/// units per cube: the cube size of a kernel whose tree reduction halves the cube down to one
+/// unit.
+pub(crate) fn power_of_two_cube<R: CubeRuntime>(like: &CubeTensor<R>, wanted: u32) -> u32 {
+    let hardware = &like.client.properties().hardware;
+    let limit = wanted
+        .max(1)
+        .min(hardware.max_units_per_cube)
+        .min(hardware.max_cube_dim.0);
+    1 << (u32::BITS - 1 - limit.leading_zeros())
+}

@@ -14,7 +14,7 @@ use super::kernel::{
     layer_norm_backward_dx_kernel, layer_norm_backward_params_final_kernel,
     layer_norm_backward_params_partial_kernel, layer_norm_forward_kernel,
 };
-use crate::cube_util::{contiguous_as, rows_and_width};
+use crate::cube_util::{contiguous_as, power_of_two_cube, rows_and_width};
 
 /// Largest cube of the row kernels. 256 units keep a 768..4096-wide row at a few elements per
 /// unit, and fit every device's limit.
@@ -30,11 +30,7 @@ const MIN_ROWS_PER_BLOCK: usize = 16;
 /// The row kernels' cube size: a power of two (their tree reduction halves it down to one)
 /// within the device's limit.
 fn row_cube_size<R: CubeRuntime>(tensor: &CubeTensor<R>) -> u32 {
-    let hardware = &tensor.client.properties().hardware;
-    let limit = MAX_ROW_CUBE
-        .min(hardware.max_units_per_cube)
-        .min(hardware.max_cube_dim.0);
-    1 << (u32::BITS - 1 - limit.leading_zeros())
+    power_of_two_cube(tensor, MAX_ROW_CUBE)
 }
 
 fn assert_vector<R: CubeRuntime>(name: &str, tensor: &CubeTensor<R>, width: usize, dtype: DType) {

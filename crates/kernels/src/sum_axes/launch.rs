@@ -3,18 +3,24 @@
 
 use burn::cubecl::CubeDim;
 use burn::cubecl::server::CubeCountSelection;
-use burn::tensor::Shape;
+use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::ops::permute;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::counters;
-use super::kernel::sum_trailing_axes_kernel;
-use crate::cube_util::empty_like;
+use super::kernel::{
+    sum_partials_kernel, sum_trailing_axes_kernel, sum_trailing_axes_partial_kernel,
+};
+use crate::cube_util::{elementwise_grid, empty_like, power_of_two_cube};
 
 /// Largest cube: 256 units, within every device's limit, a few elements each for the
 /// per-channel sums of a batch norm at small batches.
 const MAX_CUBE: u32 = 256;
+/// Elements a unit sums before a reduction is split over more cubes.
+const ELEMENTS_PER_UNIT: usize = 64;
+/// Most runs a reduction is split into (the second kernel adds them serially).
+const MAX_SPLITS: usize = 64;
 
 /// `scale · Σ x` over `axes`, the reduced axes kept with size 1 (Burn's `sum_dim` applied once
 /// per axis, then multiplied by `scale`; `scale = 1 / n` makes it a mean).
@@ -23,8 +29,9 @@ const MAX_CUBE: u32 = 256;
 /// - `axes`: the axes to reduce, each `< rank`, in any order; repeats are ignored;
 /// - returns a contiguous tensor of `x`'s dtype, shaped like `x` with every reduced axis 1.
 ///
-/// One kernel launch (none when the output is empty). The sums are accumulated in f32; an
-/// empty reduction gives 0. Panics when an axis is out of range.
+/// One kernel launch, two for long reductions (f32 partial sums over runs of the reduced
+/// elements, then their sum; see `splits`), none when the output is empty. The sums are
+/// accumulated in f32; an empty reduction gives 0. Panics when an axis is out of range.
 pub fn sum_axes_cube<R: CubeRuntime>(
     x: CubeTensor<R>,
     axes: &[usize],
@@ -64,29 +71,67 @@ pub fn sum_axes_cube<R: CubeRuntime>(
     let view = permute(x, &order);
     let client = output.client.clone();
     let block = cube_size(&output, count);
-    sum_trailing_axes_kernel::launch::<R>(
-        &client,
-        CubeCountSelection::new(&client, out_len as u32).cube_count(),
-        CubeDim::new_1d(block),
-        view.into_tensor_arg(),
-        output.clone().into_tensor_arg(),
-        scale,
-        kept_rank,
-        block,
-        dtype.into(),
-    );
+    let splits = splits(count, block);
+    if splits == 1 {
+        sum_trailing_axes_kernel::launch::<R>(
+            &client,
+            CubeCountSelection::new(&client, out_len as u32).cube_count(),
+            CubeDim::new_1d(block),
+            view.into_tensor_arg(),
+            output.clone().into_tensor_arg(),
+            count,
+            scale,
+            kept_rank,
+            block,
+            dtype.into(),
+        );
+    } else {
+        let chunk = count.div_ceil(splits);
+        let partials = empty_like(&output, Shape::new([out_len * splits]), DType::F32);
+        sum_trailing_axes_partial_kernel::launch::<R>(
+            &client,
+            CubeCountSelection::new(&client, (out_len * splits) as u32).cube_count(),
+            CubeDim::new_1d(block),
+            view.into_tensor_arg(),
+            partials.clone().into_tensor_arg(),
+            count,
+            chunk,
+            splits,
+            kept_rank,
+            block,
+            dtype.into(),
+        );
+        let (cubes, dim) = elementwise_grid(&output, out_len);
+        sum_partials_kernel::launch::<R>(
+            &client,
+            cubes,
+            dim,
+            partials.into_tensor_arg(),
+            output.clone().into_tensor_arg(),
+            splits,
+            scale,
+            dtype.into(),
+        );
+        counters::SPLIT_LAUNCHES.bump();
+    }
     counters::LAUNCHES.bump();
     output
 }
 
-/// A power of two no larger than the reduced count (rounded up), [`MAX_CUBE`] or the device's
-/// limit: the kernel's tree reduction halves it down to one unit.
+/// Into how many runs a reduction of `count` elements is split, one cube each: one run (one
+/// kernel) while a cube's units sum at most [`ELEMENTS_PER_UNIT`] elements each; beyond, enough
+/// runs to keep them there, up to [`MAX_SPLITS`] (then a second kernel adds the runs). A
+/// per-channel sum of a `[256, 64, 56, 56]` gradient is 64 outputs of 200,704 elements: 64
+/// cubes alone would leave most of a large GPU idle.
+fn splits(count: usize, block: u32) -> usize {
+    count
+        .div_ceil(block as usize * ELEMENTS_PER_UNIT)
+        .clamp(1, MAX_SPLITS)
+}
+
+/// A power of two no larger than the reduced count (rounded up) and [`MAX_CUBE`]: the kernel's
+/// tree reduction halves it down to one unit.
 fn cube_size<R: CubeRuntime>(like: &CubeTensor<R>, count: usize) -> u32 {
-    let hardware = &like.client.properties().hardware;
-    let limit = MAX_CUBE
-        .min(hardware.max_units_per_cube)
-        .min(hardware.max_cube_dim.0);
-    let wanted = (count.max(1).next_power_of_two() as u64).min(limit as u64) as u32;
-    // The largest power of two within `wanted` (it already is one unless the limit is not).
-    1 << (u32::BITS - 1 - wanted.leading_zeros())
+    let wanted = count.max(1).next_power_of_two().min(MAX_CUBE as usize) as u32;
+    power_of_two_cube(like, wanted)
 }

@@ -10,7 +10,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use burnacc_fusion::counters::{CUBE_SUM_CHAIN, CUBE_SUM_CHAIN_OPS};
 use burnacc_fusion::{CubeAcc, Fusion};
-use burnacc_kernels::sum_axes::sum_axes_launches;
+use burnacc_kernels::sum_axes::{sum_axes_launches, sum_axes_split_launches};
 use burnacc_tests::rng::HostRng;
 use burnacc_tests::tolerance::{FUSED_F16_STORAGE, FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
 
@@ -221,4 +221,29 @@ fn f16_storage_accumulates_in_f32() {
     assert_eq!(delta(before), [1, 3, 1], "[chains, reductions, kernels]");
     println!("f16: relative error {error:e}");
     assert!(error <= FUSED_F16_STORAGE, "relative error {error:e}");
+}
+
+#[test]
+fn long_reductions_split_over_cubes_equal_the_reference() {
+    // 21 · 40 · 30 = 25,200 elements per channel: more than one cube sums alone (16,384), so
+    // the kernel sums runs of them in parallel and a second kernel adds the runs.
+    fn long<B: Backend>() -> Tensor<B, 4> {
+        let shape = [3, 40, 30, 21];
+        let values = HostRng::new(13).uniform_vec(shape.iter().product(), -2.0, 2.0);
+        let data = TensorData::new(values, shape.to_vec()).convert::<B::FloatElem>();
+        Tensor::<B, 4>::from_data(data, &Default::default()).permute([3, 0, 1, 2])
+    }
+    let before = counts();
+    let split_before = sum_axes_split_launches();
+    let got = long::<Acc>().sum_dim(0).sum_dim(2).mean_dim(3);
+    let expected = long::<Ref>().sum_dim(0).sum_dim(2).mean_dim(3);
+    let error = relative_error("per-channel sum of 25,200", got, expected);
+    assert_eq!(delta(before), [1, 3, 1], "[chains, reductions, sums]");
+    assert_eq!(
+        sum_axes_split_launches() - split_before,
+        1,
+        "the sum was not split"
+    );
+    println!("long: relative error {error:e}");
+    assert!(error <= FUSED_F32_FORWARD, "relative error {error:e}");
 }
