@@ -65,7 +65,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
     fn len(&self) -> usize {
         match self {
             CubeAccOptimization::Stock(o) => o.len(),
-            CubeAccOptimization::SumChain(o) => o.len(),
+            CubeAccOptimization::SumChain(o) => o.chain().links.len(),
         }
     }
 

@@ -67,11 +67,6 @@ impl<R: CubeRuntime> SumChainOptimization<R> {
         &self.chain
     }
 
-    /// Number of reductions fused.
-    pub fn len(&self) -> usize {
-        self.chain.links.len()
-    }
-
     /// Reads the input, writes the output under its global id.
     pub fn execute(&self, context: &mut Context<CubeFusionHandle<R>>) {
         let global = |relative: &TensorIr| {
