@@ -90,3 +90,10 @@ pub static BERNOULLI_F32: Counter = Counter::new("cpu_bernoulli_f32");
 pub static CUBE_SUM_CHAIN: Counter = Counter::new("cube_sum_chain");
 /// Reductions run inside those chains.
 pub static CUBE_SUM_CHAIN_OPS: Counter = Counter::new("cube_sum_chain_ops");
+/// Those chains led by a `swap_dims` / `reshape` view, read in place (a batch norm's statistics).
+pub static CUBE_SUM_CHAIN_VIEWS: Counter = Counter::new("cube_sum_chain_views");
+/// Chains whose real shapes ruled out one reduction, run op by op as Burn would.
+pub static CUBE_SUM_CHAIN_UNFUSED: Counter = Counter::new("cube_sum_chain_unfused");
+/// Module ops (convolutions, poolings) that led a block, run alone so that the ops behind them
+/// are explored again by `Fusion<CubeAcc<R>>` (`cube::module_op`).
+pub static CUBE_MODULE_OP_ALONE: Counter = Counter::new("cube_module_op_alone");

@@ -1,15 +1,19 @@
 //! [`CubeAcc`]: CubeCL's backend under a type of burnacc's own, so that `Fusion<CubeAcc<R>>`
 //! runs burnacc's fusion runtime on wgpu and CUDA ([`CubeAccRuntime`]: Burn's own CubeCL
-//! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel).
+//! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel, and
+//! `module_op`, a convolution or pooling that leads a block run alone so that the ops behind it
+//! can fuse).
 
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
 mod ir;
 mod kernels;
+mod module_op;
 mod runtime;
 mod stock;
 mod sum_chain;
 
+pub use module_op::ModuleOpOptimization;
 pub use runtime::{CubeAccOptimization, CubeAccOptimizationState, CubeAccRuntime};
 pub use sum_chain::{SumChain, SumChainOptimization};
 

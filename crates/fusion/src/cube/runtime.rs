@@ -1,6 +1,8 @@
 //! The fusion runtime of `Fusion<CubeAcc<R>>`: Burn's CubeCL fusers and the optimizations
-//! they build, beside burnacc's (reduction chains, `super::sum_chain`).
+//! they build, beside burnacc's (reduction chains, `super::sum_chain`; module ops that lead a
+//! block, `super::module_op`).
 
+use super::module_op::{ModuleOpFuser, ModuleOpOptimization};
 use super::stock::{execute_stock, stock_from_state, stock_fusers};
 use super::sum_chain::{SumChain, SumChainFuser, SumChainOptimization};
 use burn_cubecl::CubeRuntime;
@@ -28,6 +30,8 @@ pub enum CubeAccOptimization<R: CubeRuntime> {
     Stock(CubeOptimization<R>),
     /// A chain of `sum_dim` / `mean_dim` as one multi-axis reduction (`super::sum_chain`).
     SumChain(SumChainOptimization<R>),
+    /// A module op that leads a block, run alone (`super::module_op`).
+    ModuleOp(ModuleOpOptimization<R>),
 }
 
 impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
@@ -35,6 +39,7 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
         match self {
             CubeAccOptimization::Stock(o) => f.debug_tuple("Stock").field(o).finish(),
             CubeAccOptimization::SumChain(o) => o.fmt(f),
+            CubeAccOptimization::ModuleOp(o) => o.fmt(f),
         }
     }
 }
@@ -42,10 +47,12 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
 /// The serialisable state of a [`CubeAccOptimization`] (Burn can cache optimizations).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub enum CubeAccOptimizationState {
-    /// One of Burn's own.
-    Stock(CubeOptimizationState),
+    /// One of Burn's own (boxed, as the chain: the unit variant is the common size).
+    Stock(Box<CubeOptimizationState>),
     /// A reduction chain.
-    SumChain(SumChain),
+    SumChain(Box<SumChain>),
+    /// A module op run alone.
+    ModuleOp,
 }
 
 impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
@@ -57,6 +64,7 @@ impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
     fn fusers(device: R::CubeDevice) -> Vec<Box<dyn OperationFuser<CubeAccOptimization<R>>>> {
         let mut fusers = stock_fusers::<R>(device);
         fusers.push(Box::new(SumChainFuser::<R>::new()));
+        fusers.push(Box::new(ModuleOpFuser::<R>::new()));
         fusers
     }
 }
@@ -65,7 +73,8 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
     fn len(&self) -> usize {
         match self {
             CubeAccOptimization::Stock(o) => o.len(),
-            CubeAccOptimization::SumChain(o) => o.chain().links.len(),
+            CubeAccOptimization::SumChain(o) => o.chain().num_operations(),
+            CubeAccOptimization::ModuleOp(_) => 1,
         }
     }
 
@@ -73,6 +82,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
         match self {
             CubeAccOptimization::Stock(o) => o.name(),
             CubeAccOptimization::SumChain(_) => "SumChain",
+            CubeAccOptimization::ModuleOp(_) => "ModuleOp",
         }
     }
 }
@@ -85,26 +95,31 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
     ) {
         match self {
             CubeAccOptimization::Stock(o) => execute_stock(o, context, execution),
-            CubeAccOptimization::SumChain(o) => o.execute(context),
+            CubeAccOptimization::SumChain(o) => o.execute(context, execution),
+            CubeAccOptimization::ModuleOp(o) => o.execute(context, execution),
         }
     }
 
     fn to_state(&self) -> CubeAccOptimizationState {
         match self {
-            CubeAccOptimization::Stock(o) => CubeAccOptimizationState::Stock(o.to_opt_state()),
+            CubeAccOptimization::Stock(o) => CubeAccOptimizationState::Stock(Box::new(o.to_opt_state())),
             CubeAccOptimization::SumChain(o) => {
-                CubeAccOptimizationState::SumChain(o.chain().clone())
+                CubeAccOptimizationState::SumChain(Box::new(o.chain().clone()))
             }
+            CubeAccOptimization::ModuleOp(_) => CubeAccOptimizationState::ModuleOp,
         }
     }
 
     fn from_state(device: &R::CubeDevice, state: CubeAccOptimizationState) -> Self {
         match state {
             CubeAccOptimizationState::Stock(s) => {
-                CubeAccOptimization::Stock(stock_from_state::<R>(device, s))
+                CubeAccOptimization::Stock(stock_from_state::<R>(device, *s))
             }
             CubeAccOptimizationState::SumChain(chain) => {
-                CubeAccOptimization::SumChain(SumChainOptimization::new(chain))
+                CubeAccOptimization::SumChain(SumChainOptimization::new(*chain))
+            }
+            CubeAccOptimizationState::ModuleOp => {
+                CubeAccOptimization::ModuleOp(ModuleOpOptimization::new())
             }
         }
     }

@@ -21,5 +21,6 @@ mod tier2 {
     mod matmul_random;
     mod reshape_views;
     mod sum_chain;
+    mod sum_chain_views;
     mod window_softmax;
 }

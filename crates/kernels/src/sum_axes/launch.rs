@@ -3,6 +3,7 @@
 
 use burn::cubecl::CubeDim;
 use burn::cubecl::server::CubeCountSelection;
+use burn::cubecl::zspace::metadata::Metadata;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::ops::permute;
@@ -68,7 +69,7 @@ pub fn sum_axes_cube<R: CubeRuntime>(
     if out_len == 0 {
         return output;
     }
-    let view = permute(x, &order);
+    let (view, kept_rank) = coalesced(permute(x, &order), kept_rank);
     let client = output.client.clone();
     let block = cube_size(&output, count);
     let splits = splits(count, block);
@@ -116,6 +117,53 @@ pub fn sum_axes_cube<R: CubeRuntime>(
     }
     counters::LAUNCHES.bump();
     output
+}
+
+/// `view` (its first `kept_rank` axes kept, the others reduced) with axes of size 1 dropped and
+/// neighbours merged where the storage allows (`stride[i] = stride[i + 1] · size[i + 1]`, both
+/// kept or both reduced): the same elements in the same order, with fewer axes for the kernel
+/// to divide its indices by. The H and W of a batch norm's `[N, C, H, W]` become one axis.
+///
+/// Returns the view and its number of kept axes; at least one axis stays (of size 1 if all
+/// were).
+fn coalesced<R: CubeRuntime>(mut view: CubeTensor<R>, kept_rank: usize) -> (CubeTensor<R>, usize) {
+    let dims = view.meta.shape().as_slice().to_vec();
+    let strides = view.meta.strides().to_vec();
+    let mut merged_dims: Vec<usize> = Vec::with_capacity(dims.len());
+    let mut merged_strides: Vec<usize> = Vec::with_capacity(dims.len());
+    let mut merged_kept = 0;
+    for (axis, (&size, &stride)) in dims.iter().zip(&strides).enumerate() {
+        if size == 1 {
+            continue;
+        }
+        let kept = axis < kept_rank;
+        // The last merged axis is on the same side (kept or reduced) as this one when the
+        // kept count says so: kept axes all come first.
+        let last_on_same_side = if kept {
+            merged_dims.len() == merged_kept && merged_kept > 0
+        } else {
+            merged_dims.len() > merged_kept
+        };
+        match (merged_dims.last_mut(), merged_strides.last_mut()) {
+            (Some(last_size), Some(last_stride))
+                if last_on_same_side && *last_stride == stride * size =>
+            {
+                *last_size *= size;
+                *last_stride = stride;
+            }
+            _ => {
+                merged_dims.push(size);
+                merged_strides.push(stride);
+                merged_kept += usize::from(kept);
+            }
+        }
+    }
+    if merged_dims.is_empty() {
+        merged_dims.push(1);
+        merged_strides.push(1);
+    }
+    *view.meta = Metadata::new(Shape::from(merged_dims), merged_strides);
+    (view, merged_kept)
 }
 
 /// Into how many runs a reduction of `count` elements is split, one cube each: one run (one

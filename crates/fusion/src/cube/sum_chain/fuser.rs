@@ -2,7 +2,10 @@
 
 use super::optimization::{ChainLink, SumChain, SumChainOptimization};
 use crate::cube::CubeAccOptimization;
-use burn::backend::ir::{NumericOperationIr, OperationIr, ReduceDimOpIr, TensorStatus};
+use burn::backend::ir::{
+    BaseOperationIr, NumericOperationIr, OperationIr, ReduceDimOpIr, ShapeOpIr, SwapDimsOpIr,
+    TensorIr, TensorStatus,
+};
 use burn_cubecl::CubeRuntime;
 use burn_fusion::{FuserProperties, FuserStatus, OperationFuser};
 use core::marker::PhantomData;
@@ -12,12 +15,13 @@ use core::marker::PhantomData;
 const SCORE_PER_IO: u64 = 100;
 const SCORE_PER_LAUNCH: u64 = 10;
 
-/// Accepts a float `sum_dim` or `mean_dim`, then each further one that reads the previous
-/// output for the last time (status `ReadWrite`: nothing else needs the intermediate), and
-/// closes on anything else.
+/// Accepts a float `sum_dim` or `mean_dim`, or a leading float `swap_dims` and / or `reshape`
+/// view, then each further reduction that reads the previous output for the last time (status
+/// `ReadWrite`: nothing else needs the intermediate), and closes on anything else.
 ///
-/// Ready when the chain saves a launch: two reductions or more, or a single one over an axis of
-/// size 1 (in Burn's relative shapes, size 1 is always shape id 0).
+/// Ready when the chain saves a launch: two reductions or more, a `reshape` of a swapped view
+/// (a copy when unfused), or a single reduction over an axis of size 1 (in Burn's relative
+/// shapes, size 1 is always shape id 0).
 pub(crate) struct SumChainFuser<R: CubeRuntime> {
     chain: Option<SumChain>,
     status: FuserStatus,
@@ -35,17 +39,63 @@ impl<R: CubeRuntime> SumChainFuser<R> {
 
     /// Launches the unfused ops take, and the fused chain.
     fn launches(&self) -> (u64, u64) {
-        match &self.chain {
-            None => (0, 0),
-            Some(chain) => {
-                let fused = if chain.links.iter().all(|link| link.unit_axis) {
-                    0
-                } else {
-                    1
-                };
-                (chain.links.len() as u64, fused)
-            }
+        let Some(chain) = &self.chain else {
+            return (0, 0);
+        };
+        if chain.links.is_empty() {
+            return (0, 0);
         }
+        // A reshape of a swapped view copies it; alone, views cost no launch.
+        let copies = u64::from(chain.swap.is_some() && chain.reshaped.is_some());
+        let all_unit = chain.links.iter().all(|link| link.unit_axis);
+        let fused = u64::from(chain.has_view() || !all_unit);
+        (chain.links.len() as u64 + copies, fused)
+    }
+
+    /// Takes `operation` into the chain if it can, else says no.
+    fn accept(&mut self, operation: &OperationIr) -> bool {
+        let Some(step) = Step::of(operation) else {
+            return false;
+        };
+        let chain = match &mut self.chain {
+            None => {
+                self.chain = Some(SumChain {
+                    input: step.input().clone(),
+                    output: step.input().clone(),
+                    swap: None,
+                    reshaped: None,
+                    links: Vec::new(),
+                });
+                self.chain.as_mut().expect("just set")
+            }
+            Some(chain) => {
+                let input = step.input();
+                if input.id != chain.output.id || input.status != TensorStatus::ReadWrite {
+                    return false;
+                }
+                chain
+            }
+        };
+        match step {
+            Step::Swap(desc) if !chain.has_view() && chain.links.is_empty() => {
+                chain.swap = Some((desc.dim1, desc.dim2));
+                chain.output = desc.out.clone();
+            }
+            Step::Reshape(desc) if chain.reshaped.is_none() && chain.links.is_empty() => {
+                chain.reshaped = Some(desc.out.clone());
+                chain.output = desc.out.clone();
+            }
+            Step::Reduce(desc, mean) => {
+                chain.links.push(ChainLink {
+                    axis: desc.axis,
+                    mean,
+                    unit_axis: desc.input.shape.as_slice().get(desc.axis) == Some(&0),
+                });
+                chain.output = desc.out.clone();
+            }
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -59,18 +109,36 @@ impl<R: CubeRuntime> Clone for SumChainFuser<R> {
     }
 }
 
-/// The reduction `operation` is, if a float `sum_dim` (`false`) or `mean_dim` (`true`).
-fn reduction(operation: &OperationIr) -> Option<(&ReduceDimOpIr, bool)> {
-    let OperationIr::NumericFloat(dtype, op) = operation else {
-        return None;
-    };
-    if !dtype.is_float() {
-        return None;
+/// An op a chain can hold.
+enum Step<'a> {
+    /// A float `swap_dims`.
+    Swap(&'a SwapDimsOpIr),
+    /// A float `reshape`.
+    Reshape(&'a ShapeOpIr),
+    /// A float `sum_dim` (`false`) or `mean_dim` (`true`).
+    Reduce(&'a ReduceDimOpIr, bool),
+}
+
+impl<'a> Step<'a> {
+    fn of(operation: &'a OperationIr) -> Option<Self> {
+        match operation {
+            OperationIr::BaseFloat(BaseOperationIr::SwapDims(desc)) => Some(Step::Swap(desc)),
+            OperationIr::BaseFloat(BaseOperationIr::Reshape(desc)) => Some(Step::Reshape(desc)),
+            OperationIr::NumericFloat(dtype, op) if dtype.is_float() => match op {
+                NumericOperationIr::SumDim(desc) => Some(Step::Reduce(desc, false)),
+                NumericOperationIr::MeanDim(desc) => Some(Step::Reduce(desc, true)),
+                _ => None,
+            },
+            _ => None,
+        }
     }
-    match op {
-        NumericOperationIr::SumDim(desc) => Some((desc, false)),
-        NumericOperationIr::MeanDim(desc) => Some((desc, true)),
-        _ => None,
+
+    fn input(&self) -> &'a TensorIr {
+        match self {
+            Step::Swap(desc) => &desc.input,
+            Step::Reshape(desc) => &desc.input,
+            Step::Reduce(desc, _) => &desc.input,
+        }
     }
 }
 
@@ -79,31 +147,8 @@ impl<R: CubeRuntime> OperationFuser<CubeAccOptimization<R>> for SumChainFuser<R>
         if self.status == FuserStatus::Closed {
             return;
         }
-        let Some((desc, mean)) = reduction(operation) else {
+        if !self.accept(operation) {
             self.status = FuserStatus::Closed;
-            return;
-        };
-        let link = ChainLink {
-            axis: desc.axis,
-            mean,
-            unit_axis: desc.input.shape.as_slice().get(desc.axis) == Some(&0),
-        };
-        match &mut self.chain {
-            None => {
-                self.chain = Some(SumChain {
-                    input: desc.input.clone(),
-                    output: desc.out.clone(),
-                    links: vec![link],
-                })
-            }
-            Some(chain)
-                if desc.input.id == chain.output.id
-                    && desc.input.status == TensorStatus::ReadWrite =>
-            {
-                chain.output = desc.out.clone();
-                chain.links.push(link);
-            }
-            Some(_) => self.status = FuserStatus::Closed,
         }
     }
 
@@ -137,7 +182,7 @@ impl<R: CubeRuntime> OperationFuser<CubeAccOptimization<R>> for SumChainFuser<R>
     }
 
     fn len(&self) -> usize {
-        self.chain.as_ref().map_or(0, |chain| chain.links.len())
+        self.chain.as_ref().map_or(0, SumChain::num_operations)
     }
 
     fn clone_dyn(&self) -> Box<dyn OperationFuser<CubeAccOptimization<R>>> {

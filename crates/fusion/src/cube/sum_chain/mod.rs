@@ -10,6 +10,7 @@
 
 mod fuser;
 mod optimization;
+mod view;
 
 pub(crate) use fuser::SumChainFuser;
 pub use optimization::{SumChain, SumChainOptimization};

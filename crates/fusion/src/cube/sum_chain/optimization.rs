@@ -1,11 +1,13 @@
 //! A `sum_dim` / `mean_dim` chain run as one multi-axis reduction.
 
+use super::view::reduction_on_input;
 use crate::counters;
-use crate::cube::CubeInner;
+use crate::cube::{CubeAccRuntime, CubeInner};
 use burn::backend::ir::TensorIr;
 use burn_cubecl::CubeRuntime;
+use burn_cubecl::ops::reshape;
 use burn_cubecl_fusion::CubeFusionHandle;
-use burn_fusion::stream::Context;
+use burn_fusion::stream::{Context, OrderedExecution};
 use burnacc_kernels::sum_axes::sum_axes_cube;
 use core::marker::PhantomData;
 
@@ -21,22 +23,44 @@ pub struct ChainLink {
     pub unit_axis: bool,
 }
 
-/// A chain of reductions as Burn's relative IR recorded it: the first reduction's input, the
-/// last one's output, and the reductions in order. Every intermediate is read once, by the
-/// next reduction, so none is materialised.
+/// A chain of reductions as Burn's relative IR recorded it: the first op's input, the last
+/// reduction's output, an optional view prologue and the reductions in order. Every
+/// intermediate is read once, by the next op, so none is materialised.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SumChain {
-    /// The input of the first reduction.
+    /// The input of the first op.
     pub input: TensorIr,
     /// The output of the last reduction.
     pub output: TensorIr,
+    /// The axes a leading `swap_dims` exchanges.
+    pub swap: Option<(usize, usize)>,
+    /// The output of a leading `reshape` (after the swap, if any): the tensor the reductions
+    /// start from, whose real shape the execution reads.
+    pub reshaped: Option<TensorIr>,
     /// The reductions, in order.
     pub links: Vec<ChainLink>,
 }
 
+impl SumChain {
+    /// The ops the chain covers: the prologue's and the reductions.
+    pub fn num_operations(&self) -> usize {
+        usize::from(self.swap.is_some()) + usize::from(self.reshaped.is_some()) + self.links.len()
+    }
+
+    /// Whether a `swap_dims` or `reshape` leads the chain.
+    pub fn has_view(&self) -> bool {
+        self.swap.is_some() || self.reshaped.is_some()
+    }
+}
+
 /// Runs a [`SumChain`]: one `sum_axes` kernel over the reduced axes whose size is not 1,
-/// scaled by `1 / size` for each mean; no kernel when every reduced axis has size 1 (the
-/// output is the input's buffer under the output's id).
+/// scaled by `1 / size` for each mean; no kernel when every reduced axis has size 1 and no view
+/// leads the chain (the output is the input's buffer under the output's id).
+///
+/// A view prologue is read through: the kernel reduces the matching axes of the tensor under
+/// the `swap_dims` / `reshape` (`super::view`). When the real shapes do not allow that (a
+/// reshape that splits an axis, kept axes out of order), the chain's ops run one by one, as
+/// Burn would have run them.
 ///
 /// Dtypes: the input's, accumulated in f32. The result equals the unfused reductions up to the
 /// order of the additions.
@@ -44,7 +68,6 @@ pub struct SumChainOptimization<R: CubeRuntime> {
     chain: SumChain,
     _runtime: PhantomData<R>,
 }
-
 impl<R: CubeRuntime> core::fmt::Debug for SumChainOptimization<R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_tuple("SumChainOptimization")
@@ -67,8 +90,13 @@ impl<R: CubeRuntime> SumChainOptimization<R> {
         &self.chain
     }
 
-    /// Reads the input, writes the output under its global id.
-    pub fn execute(&self, context: &mut Context<CubeFusionHandle<R>>) {
+    /// Reads the input, writes the output under its global id; runs the chain's ops one by one
+    /// from `execution` when the real shapes rule out one reduction.
+    pub fn execute(
+        &self,
+        context: &mut Context<CubeFusionHandle<R>>,
+        execution: &OrderedExecution<CubeAccRuntime<R>>,
+    ) {
         let global = |relative: &TensorIr| {
             context
                 .tensors
@@ -78,15 +106,42 @@ impl<R: CubeRuntime> SumChainOptimization<R> {
                 })
                 .clone()
         };
-        let input = global(&self.chain.input);
+        // The global tensor, with the status the chain's first op reads it with: the context's
+        // status is its last reader's in the whole segment, which may come after the chain.
+        let input = TensorIr {
+            status: self.chain.input.status,
+            ..global(&self.chain.input)
+        };
         let output = global(&self.chain.output);
-        let (axes, scale) = axes_and_scale(input.shape.as_slice(), &self.chain.links);
+        let reshaped = self.chain.reshaped.as_ref().map(global);
+        let reduction = reduction_on_input(
+            input.shape.as_slice(),
+            self.chain.swap,
+            reshaped.as_ref().map(|tensor| tensor.shape.as_slice()),
+            &self.chain.links,
+        );
+        let reduction = match reduction {
+            Some(reduction) if !(reduction.axes.is_empty() && self.chain.has_view()) => reduction,
+            _ => {
+                for index in 0..self.chain.num_operations() {
+                    execution
+                        .operation_within_optimization(index)
+                        .execute(&mut context.handles);
+                }
+                counters::CUBE_SUM_CHAIN_UNFUSED.bump();
+                return;
+            }
+        };
 
         let x = context.handles.get_float_tensor::<CubeInner<R>>(&input);
-        let y = if axes.is_empty() {
+        let y = if reduction.axes.is_empty() {
             x
         } else {
-            sum_axes_cube(x, &axes, scale as f32)
+            // Contiguous, so the reshape to the chain's output shape only relabels it.
+            reshape(
+                sum_axes_cube(x, &reduction.axes, reduction.scale as f32),
+                output.shape.clone(),
+            )
         };
         debug_assert_eq!(y.meta.shape(), &output.shape, "sum chain: output shape");
         context
@@ -95,22 +150,8 @@ impl<R: CubeRuntime> SumChainOptimization<R> {
 
         counters::CUBE_SUM_CHAIN.bump();
         counters::CUBE_SUM_CHAIN_OPS.add(self.chain.links.len() as u64);
-    }
-}
-
-/// The axes of `dims` the chain reduces whose size is not 1 (ascending), and the product of
-/// `1 / size` over the axes its means reduce (an axis reduced twice has size 1 the second time).
-fn axes_and_scale(dims: &[usize], links: &[ChainLink]) -> (Vec<usize>, f64) {
-    let mut reduced = vec![false; dims.len()];
-    let mut scale = 1.0;
-    for link in links {
-        if link.mean && !reduced[link.axis] {
-            scale /= dims[link.axis] as f64;
+        if self.chain.has_view() {
+            counters::CUBE_SUM_CHAIN_VIEWS.bump();
         }
-        reduced[link.axis] = true;
     }
-    let axes = (0..dims.len())
-        .filter(|&axis| reduced[axis] && dims[axis] != 1)
-        .collect();
-    (axes, scale)
 }

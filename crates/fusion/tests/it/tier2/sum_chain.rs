@@ -247,3 +247,54 @@ fn long_reductions_split_over_cubes_equal_the_reference() {
     println!("long: relative error {error:e}");
     assert!(error <= FUSED_F32_FORWARD, "relative error {error:e}");
 }
+
+#[test]
+fn contiguous_neighbours_merge_into_one_axis_of_the_kernel() {
+    // Contiguous [4, 5, 6, 3] summed over 3 then 2: the kernel sees [20, 18], the kept axes
+    // merged and the reduced ones too; the values are those of the unfused sums.
+    fn contiguous<B: Backend>() -> Tensor<B, 4> {
+        let shape = [4, 5, 6, 3];
+        let values = HostRng::new(17).uniform_vec(shape.iter().product(), -2.0, 2.0);
+        let data = TensorData::new(values, shape.to_vec()).convert::<B::FloatElem>();
+        Tensor::<B, 4>::from_data(data, &Default::default())
+    }
+    let before = counts();
+    let got = contiguous::<Acc>().sum_dim(3).mean_dim(2);
+    let expected = contiguous::<Ref>().sum_dim(3).mean_dim(2);
+    let error = relative_error("contiguous sum over 3, mean over 2", got, expected);
+    assert_eq!(delta(before), [1, 2, 1], "[chains, reductions, kernels]");
+    println!("contiguous: relative error {error:e}");
+    assert!(error <= FUSED_F32_FORWARD, "relative error {error:e}");
+}
+
+#[test]
+fn a_chain_leaves_its_input_to_later_readers_in_the_same_segment() {
+    // Autodiff's pattern in a Swin block: a broadcast operand's gradient is a chain over `g`,
+    // then `g` is multiplied, in the same explored segment. The chain must read `g` with its
+    // own status (not the last reader's), or the multiplication finds no buffer.
+    fn pattern<B: Backend>() -> [Tensor<B, 4>; 3] {
+        let device = Default::default();
+        let g = strided::<B>(31);
+        let w = strided::<B>(32).slice([0..1, 0..1, 0..1, 0..9]);
+        let v = strided::<B>(33);
+        B::sync(&device).expect("the device syncs");
+        let head = g.clone().sum_dim(0).reshape([3, 7, 9]).unsqueeze::<4>();
+        let db = g.clone().sum_dim(0).sum_dim(1).sum_dim(2);
+        let dw = (g.clone() * v).sum_dim(0).sum_dim(1).sum_dim(2);
+        [head, db, g * w + dw.clone()]
+    }
+    let before = counts();
+    let got = pattern::<Acc>();
+    let expected = pattern::<Ref>();
+    for ((got, expected), name) in got.into_iter().zip(expected).zip(["head", "db", "dx"]) {
+        let error = relative_error(name, got, expected);
+        println!("{name}: relative error {error:e}");
+        assert!(
+            error <= FUSED_F32_FORWARD,
+            "{name}: relative error {error:e}"
+        );
+    }
+    let [chains, ..] = delta(before);
+    // At least one chain ran fused ahead of a later reader of `g` (the case under test).
+    assert!(chains >= 1, "{chains} chains ran fused");
+}
