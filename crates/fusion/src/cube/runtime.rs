@@ -102,7 +102,9 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
 
     fn to_state(&self) -> CubeAccOptimizationState {
         match self {
-            CubeAccOptimization::Stock(o) => CubeAccOptimizationState::Stock(Box::new(o.to_opt_state())),
+            CubeAccOptimization::Stock(o) => {
+                CubeAccOptimizationState::Stock(Box::new(o.to_opt_state()))
+            }
             CubeAccOptimization::SumChain(o) => {
                 CubeAccOptimizationState::SumChain(Box::new(o.chain().clone()))
             }

@@ -17,7 +17,8 @@ const SCORE_PER_LAUNCH: u64 = 10;
 
 /// Accepts a float `sum_dim` or `mean_dim`, or a leading float `swap_dims` and / or `reshape`
 /// view, then each further reduction that reads the previous output for the last time (status
-/// `ReadWrite`: nothing else needs the intermediate), and closes on anything else.
+/// `ReadWrite`: nothing else needs the intermediate), then one `reshape` of the result read the
+/// same way, and closes on anything else.
 ///
 /// Ready when the chain saves a launch: two reductions or more, a `reshape` of a swapped view
 /// (a copy when unfused), or a single reduction over an axis of size 1 (in Burn's relative
@@ -65,6 +66,7 @@ impl<R: CubeRuntime> SumChainFuser<R> {
                     swap: None,
                     reshaped: None,
                     links: Vec::new(),
+                    reshaped_output: false,
                 });
                 self.chain.as_mut().expect("just set")
             }
@@ -85,7 +87,11 @@ impl<R: CubeRuntime> SumChainFuser<R> {
                 chain.reshaped = Some(desc.out.clone());
                 chain.output = desc.out.clone();
             }
-            Step::Reduce(desc, mean) => {
+            Step::Reshape(desc) if !chain.links.is_empty() && !chain.reshaped_output => {
+                chain.reshaped_output = true;
+                chain.output = desc.out.clone();
+            }
+            Step::Reduce(desc, mean) if !chain.reshaped_output => {
                 chain.links.push(ChainLink {
                     axis: desc.axis,
                     mean,

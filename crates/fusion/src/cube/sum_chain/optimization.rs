@@ -39,12 +39,19 @@ pub struct SumChain {
     pub reshaped: Option<TensorIr>,
     /// The reductions, in order.
     pub links: Vec<ChainLink>,
+    /// A trailing `reshape` of the last reduction's output (then `output` is its output): a
+    /// relabelling of the contiguous result, as the `reshape([1, C, 1, 1])` after a batch
+    /// norm's statistics.
+    pub reshaped_output: bool,
 }
 
 impl SumChain {
     /// The ops the chain covers: the prologue's and the reductions.
     pub fn num_operations(&self) -> usize {
-        usize::from(self.swap.is_some()) + usize::from(self.reshaped.is_some()) + self.links.len()
+        usize::from(self.swap.is_some())
+            + usize::from(self.reshaped.is_some())
+            + self.links.len()
+            + usize::from(self.reshaped_output)
     }
 
     /// Whether a `swap_dims` or `reshape` leads the chain.
@@ -135,7 +142,8 @@ impl<R: CubeRuntime> SumChainOptimization<R> {
 
         let x = context.handles.get_float_tensor::<CubeInner<R>>(&input);
         let y = if reduction.axes.is_empty() {
-            x
+            // The input itself; a trailing reshape of it copies only if it is not contiguous.
+            reshape(x, output.shape.clone())
         } else {
             // Contiguous, so the reshape to the chain's output shape only relabels it.
             reshape(

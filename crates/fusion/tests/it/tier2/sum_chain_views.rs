@@ -111,6 +111,25 @@ fn batch_norm_statistics_read_the_activation_in_place() {
         |x| x.swap_dims(0, 1).reshape([5, 189]).mean_dim(1),
         [1, 1, 0, 1],
     );
+    // `nn::BatchNorm` reshapes the statistics to [1, C, 1, 1]: part of the chain, no kernel.
+    check(
+        "swap_dims(0, 1).reshape([C, N·H·W]).mean_dim(1).reshape([1, C, 1, 1])",
+        [3, 5, 7, 9],
+        [0, 1, 2, 3],
+        |x| {
+            x.swap_dims(0, 1)
+                .reshape([5, 189])
+                .mean_dim(1)
+                .reshape([1, 5, 1, 1])
+        },
+        |x| {
+            x.swap_dims(0, 1)
+                .reshape([5, 189])
+                .mean_dim(1)
+                .reshape([1, 5, 1, 1])
+        },
+        [1, 1, 0, 1],
+    );
 }
 
 #[test]
