@@ -1,6 +1,8 @@
 //! burnacc-fusion's tests, one binary. The modules `tier1`, `tier2`, `tier3` are the test tiers
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
+mod relative;
+
 mod tier1 {
     mod elementwise_fuser;
 }

@@ -4,6 +4,7 @@
 //! autodiff, where every broadcast operand's gradient is such a chain; the counters prove the
 //! chain ran fused, and that a chain whose intermediate is still needed is left alone.
 
+use crate::relative::relative_error;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::Backend;
@@ -29,26 +30,6 @@ fn strided_from<B: Backend>(seed: u64, round: fn(TensorData) -> TensorData) -> T
     let values = HostRng::new(seed).uniform_vec(shape.iter().product(), -2.0, 2.0);
     let data = round(TensorData::new(values, shape.to_vec())).convert::<B::FloatElem>();
     Tensor::<B, 4>::from_data(data, &Default::default()).permute([3, 0, 1, 2])
-}
-
-fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec().unwrap()
-}
-
-/// `max |got − expected| / max |expected|`, after checking the shapes match.
-fn relative_error<const D: usize>(
-    what: &str,
-    got: Tensor<Acc, D>,
-    expected: Tensor<Ref, D>,
-) -> f64 {
-    assert_eq!(got.dims(), expected.dims(), "{what}: shape");
-    let (got, expected) = (values(got), values(expected));
-    let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let worst = got
-        .iter()
-        .zip(&expected)
-        .fold(0.0f64, |m, (g, e)| m.max((g - e).abs()));
-    worst / scale.max(f64::MIN_POSITIVE)
 }
 
 /// Counter readings: chains run, reductions inside them, `sum_axes` kernels launched.

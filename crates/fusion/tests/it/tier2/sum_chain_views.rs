@@ -5,6 +5,7 @@
 //! the counters prove which path ran, including the op-by-op fallback for reshapes that are not
 //! merges of the swapped axes.
 
+use crate::relative::relative_error;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -31,26 +32,6 @@ fn uniform<B: Backend, const D: usize>(seed: u64, shape: [usize; D]) -> Tensor<B
     let tensor = Tensor::<B, D>::from_data(data, &device);
     B::sync(&device).expect("the device syncs");
     tensor
-}
-
-fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec().unwrap()
-}
-
-/// `max |got − expected| / max |expected|`, after checking the shapes match.
-fn relative_error<A: Backend, const D: usize>(
-    what: &str,
-    got: Tensor<A, D>,
-    expected: Tensor<Ref, D>,
-) -> f64 {
-    assert_eq!(got.dims(), expected.dims(), "{what}: shape");
-    let (got, expected) = (values(got), values(expected));
-    let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let worst = got
-        .iter()
-        .zip(&expected)
-        .fold(0.0f64, |m, (g, e)| m.max((g - e).abs()));
-    worst / scale.max(f64::MIN_POSITIVE)
 }
 
 /// Counter readings: chains run fused, of them led by a view, chains run op by op, `sum_axes`
