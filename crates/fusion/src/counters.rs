@@ -97,3 +97,12 @@ pub static CUBE_SUM_CHAIN_UNFUSED: Counter = Counter::new("cube_sum_chain_unfuse
 /// Module ops (convolutions, poolings) that led a block, run alone so that the ops behind them
 /// are explored again by `Fusion<CubeAcc<R>>` (`cube::module_op`).
 pub static CUBE_MODULE_OP_ALONE: Counter = Counter::new("cube_module_op_alone");
+/// Element-wise kernels of `Fusion<CubeAcc<R>>` that read through a reshape Burn's fuser
+/// closes on, or took a reduction over an axis of size 1 (`cube::elementwise_views`).
+pub static CUBE_ELEMENTWISE_VIEWS: Counter = Counter::new("cube_elementwise_views");
+/// Reshapes run ahead of those kernels.
+pub static CUBE_ELEMENTWISE_RESHAPES_AHEAD: Counter =
+    Counter::new("cube_elementwise_reshapes_ahead");
+/// Reductions over an axis of size 1 run as assignments in those kernels.
+pub static CUBE_ELEMENTWISE_UNIT_REDUCTIONS: Counter =
+    Counter::new("cube_elementwise_unit_reductions");

@@ -1,9 +1,11 @@
 //! [`CubeAcc`]: CubeCL's backend under a type of burnacc's own, so that `Fusion<CubeAcc<R>>`
 //! runs burnacc's fusion runtime on wgpu and CUDA ([`CubeAccRuntime`]: Burn's own CubeCL
-//! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel, and
+//! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel;
 //! `module_op`, a convolution or pooling that leads a block run alone so that the ops behind it
-//! can fuse).
+//! can fuse; `elementwise_views`, Burn's element-wise fuser reading through reshapes it closes
+//! on and reductions over axes of size 1).
 
+mod elementwise_views;
 #[rustfmt::skip] // generated: one forwarding method per op
 mod forward;
 mod ir;
@@ -13,6 +15,7 @@ mod runtime;
 mod stock;
 mod sum_chain;
 
+pub use elementwise_views::{ElementWiseViewsOptimization, ElementWiseViewsState};
 pub use module_op::ModuleOpOptimization;
 pub use runtime::{CubeAccOptimization, CubeAccOptimizationState, CubeAccRuntime};
 pub use sum_chain::{SumChain, SumChainOptimization};

@@ -1,7 +1,11 @@
 //! The fusion runtime of `Fusion<CubeAcc<R>>`: Burn's CubeCL fusers and the optimizations
 //! they build, beside burnacc's (reduction chains, `super::sum_chain`; module ops that lead a
-//! block, `super::module_op`).
+//! block, `super::module_op`; element-wise kernels behind reshapes run ahead,
+//! `super::elementwise_views`).
 
+use super::elementwise_views::{
+    ElementWiseViewsFuser, ElementWiseViewsOptimization, ElementWiseViewsState,
+};
 use super::module_op::{ModuleOpFuser, ModuleOpOptimization};
 use super::stock::{execute_stock, stock_from_state, stock_fusers};
 use super::sum_chain::{SumChain, SumChainFuser, SumChainOptimization};
@@ -32,6 +36,8 @@ pub enum CubeAccOptimization<R: CubeRuntime> {
     SumChain(SumChainOptimization<R>),
     /// A module op that leads a block, run alone (`super::module_op`).
     ModuleOp(ModuleOpOptimization<R>),
+    /// Burn's element-wise kernel behind reshapes run ahead (`super::elementwise_views`).
+    ElementWiseViews(ElementWiseViewsOptimization<R>),
 }
 
 impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
@@ -40,6 +46,7 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
             CubeAccOptimization::Stock(o) => f.debug_tuple("Stock").field(o).finish(),
             CubeAccOptimization::SumChain(o) => o.fmt(f),
             CubeAccOptimization::ModuleOp(o) => o.fmt(f),
+            CubeAccOptimization::ElementWiseViews(o) => o.fmt(f),
         }
     }
 }
@@ -53,6 +60,8 @@ pub enum CubeAccOptimizationState {
     SumChain(Box<SumChain>),
     /// A module op run alone.
     ModuleOp,
+    /// An element-wise kernel behind reshapes run ahead.
+    ElementWiseViews(Box<ElementWiseViewsState>),
 }
 
 impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
@@ -62,7 +71,9 @@ impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
     type FusionDevice = R::CubeDevice;
 
     fn fusers(device: R::CubeDevice) -> Vec<Box<dyn OperationFuser<CubeAccOptimization<R>>>> {
-        let mut fusers = stock_fusers::<R>(device);
+        let mut fusers = stock_fusers::<R>(device.clone());
+        // After Burn's: where both build the same kernel, Burn's wins the tie.
+        fusers.push(Box::new(ElementWiseViewsFuser::<R>::new(device)));
         fusers.push(Box::new(SumChainFuser::<R>::new()));
         fusers.push(Box::new(ModuleOpFuser::<R>::new()));
         fusers
@@ -75,6 +86,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
             CubeAccOptimization::Stock(o) => o.len(),
             CubeAccOptimization::SumChain(o) => o.chain().num_operations(),
             CubeAccOptimization::ModuleOp(_) => 1,
+            CubeAccOptimization::ElementWiseViews(o) => o.num_operations(),
         }
     }
 
@@ -83,6 +95,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
             CubeAccOptimization::Stock(o) => o.name(),
             CubeAccOptimization::SumChain(_) => "SumChain",
             CubeAccOptimization::ModuleOp(_) => "ModuleOp",
+            CubeAccOptimization::ElementWiseViews(_) => "ElementWiseViews",
         }
     }
 }
@@ -97,6 +110,7 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
             CubeAccOptimization::Stock(o) => execute_stock(o, context, execution),
             CubeAccOptimization::SumChain(o) => o.execute(context, execution),
             CubeAccOptimization::ModuleOp(o) => o.execute(context, execution),
+            CubeAccOptimization::ElementWiseViews(o) => o.execute(context, execution),
         }
     }
 
@@ -109,6 +123,9 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
                 CubeAccOptimizationState::SumChain(Box::new(o.chain().clone()))
             }
             CubeAccOptimization::ModuleOp(_) => CubeAccOptimizationState::ModuleOp,
+            CubeAccOptimization::ElementWiseViews(o) => {
+                CubeAccOptimizationState::ElementWiseViews(Box::new(o.to_state()))
+            }
         }
     }
 
@@ -122,6 +139,11 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
             }
             CubeAccOptimizationState::ModuleOp => {
                 CubeAccOptimization::ModuleOp(ModuleOpOptimization::new())
+            }
+            CubeAccOptimizationState::ElementWiseViews(state) => {
+                CubeAccOptimization::ElementWiseViews(ElementWiseViewsOptimization::from_state(
+                    device, *state,
+                ))
             }
         }
     }

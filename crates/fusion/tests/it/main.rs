@@ -15,6 +15,7 @@ mod tier2 {
     mod conv_backward;
     mod cube_acc;
     mod elementwise_fusion;
+    mod elementwise_views;
     mod empty_inputs;
     mod gelu;
     mod kernel_support;
