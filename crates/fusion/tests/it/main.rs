@@ -2,6 +2,7 @@
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
 mod relative;
+mod synced;
 
 mod tier1 {
     mod elementwise_fuser;

@@ -4,30 +4,19 @@
 //! lavapipe, against the same ops on `NdArray<f64>`; the counters prove which path ran.
 
 use crate::relative::relative_error;
+use crate::synced::uniform;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
+use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorData};
 use burnacc_fusion::counters::{
     CUBE_ELEMENTWISE_RESHAPES_AHEAD, CUBE_ELEMENTWISE_UNIT_REDUCTIONS, CUBE_ELEMENTWISE_VIEWS,
 };
 use burnacc_fusion::{CubeAcc, Fusion};
-use burnacc_tests::rng::HostRng;
 use burnacc_tests::tolerance::{FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
 
 type Acc = Fusion<CubeAcc<WgpuRuntime>>;
 type Ref = NdArray<f64>;
-
-/// Uniform values in [-2, 2) of `shape`, on the device and synced, so that the upload is not in
-/// the fusion block of the ops under test.
-fn uniform<B: Backend, const D: usize>(seed: u64, shape: [usize; D]) -> Tensor<B, D> {
-    let values = HostRng::new(seed).uniform_vec(shape.iter().product(), -2.0, 2.0);
-    let data = TensorData::new(values, shape.to_vec()).convert::<B::FloatElem>();
-    let device = Default::default();
-    let tensor = Tensor::<B, D>::from_data(data, &device);
-    B::sync(&device).expect("the device syncs");
-    tensor
-}
 
 /// Counter readings: kernels run, reshapes run ahead, reductions taken as assignments.
 fn counts() -> [u64; 3] {

@@ -6,33 +6,22 @@
 //! merges of the swapped axes.
 
 use crate::relative::relative_error;
+use crate::synced::uniform;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
-use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
+use burn::tensor::backend::AutodiffBackend;
 use burnacc_fusion::counters::{
     CUBE_MODULE_OP_ALONE, CUBE_SUM_CHAIN, CUBE_SUM_CHAIN_UNFUSED, CUBE_SUM_CHAIN_VIEWS,
 };
 use burnacc_fusion::{CubeAcc, Fusion};
 use burnacc_kernels::sum_axes::sum_axes_launches;
-use burnacc_tests::rng::HostRng;
 use burnacc_tests::tolerance::{FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
 
 type Acc = Fusion<CubeAcc<WgpuRuntime>>;
 type Ref = NdArray<f64>;
-
-/// Uniform values in [-2, 2) of `shape`, on the device and synced, so that the upload is not in
-/// the fusion block of the ops under test (an op no fuser takes would lead it).
-fn uniform<B: Backend, const D: usize>(seed: u64, shape: [usize; D]) -> Tensor<B, D> {
-    let values = HostRng::new(seed).uniform_vec(shape.iter().product(), -2.0, 2.0);
-    let data = TensorData::new(values, shape.to_vec()).convert::<B::FloatElem>();
-    let device = Default::default();
-    let tensor = Tensor::<B, D>::from_data(data, &device);
-    B::sync(&device).expect("the device syncs");
-    tensor
-}
 
 /// Counter readings: chains run fused, of them led by a view, chains run op by op, `sum_axes`
 /// kernels launched.
