@@ -23,8 +23,6 @@ pub(crate) struct ElementWiseViewsFuser<R: CubeRuntime> {
     hoisted: Vec<usize>,
     /// Reductions over an axis of size 1, given to `inner` as assignments.
     unit_reductions: usize,
-    /// Ops accepted so far.
-    accepted: usize,
     /// Tensors the ops given to `inner` wrote.
     written: HashSet<TensorId>,
     /// Tensors the ops given to `inner` read.
@@ -38,7 +36,6 @@ impl<R: CubeRuntime> ElementWiseViewsFuser<R> {
             inner: ElementWiseFuser::new(device),
             hoisted: Vec::new(),
             unit_reductions: 0,
-            accepted: 0,
             written: HashSet::new(),
             read: HashSet::new(),
             status: FuserStatus::Open,
@@ -54,7 +51,7 @@ impl<R: CubeRuntime> ElementWiseViewsFuser<R> {
             && (input.status == TensorStatus::ReadOnly || !self.read.contains(&input.id))
     }
 
-    /// Gives `operation` to `inner`; false when `inner` rejects it.
+    /// Gives `operation` to `inner`; false when `inner` rejects it (and closes).
     fn give(&mut self, operation: &OperationIr) -> bool {
         let before = self.inner.len();
         self.inner.fuse(operation);
@@ -82,17 +79,16 @@ impl<R: CubeRuntime> ElementWiseViewsFuser<R> {
         let OperationIr::BaseFloat(BaseOperationIr::Reshape(reshape)) = operation else {
             return self.give(operation);
         };
-        // Burn's fuser closes on the reshapes it rejects: try it on a copy first.
-        let mut trial = self.inner.clone();
-        let before = trial.len();
-        trial.fuse(operation);
-        if trial.len() > before {
-            return self.give(operation);
+        // Burn's fuser closes on the reshapes it rejects: keep it as it was, to restore.
+        let before = self.inner.clone();
+        if self.give(operation) {
+            return true;
         }
+        self.inner = before;
         if !self.can_run_ahead(reshape) {
             return false;
         }
-        self.hoisted.push(self.accepted);
+        self.hoisted.push(self.len());
         true
     }
 }
@@ -126,7 +122,6 @@ impl<R: CubeRuntime> Clone for ElementWiseViewsFuser<R> {
             inner: self.inner.clone(),
             hoisted: self.hoisted.clone(),
             unit_reductions: self.unit_reductions,
-            accepted: self.accepted,
             written: self.written.clone(),
             read: self.read.clone(),
             status: self.status,
@@ -139,9 +134,7 @@ impl<R: CubeRuntime> OperationFuser<CubeAccOptimization<R>> for ElementWiseViews
         if self.status == FuserStatus::Closed {
             return;
         }
-        if self.accept(operation) {
-            self.accepted += 1;
-        } else {
+        if !self.accept(operation) {
             self.status = FuserStatus::Closed;
         }
     }
@@ -161,7 +154,6 @@ impl<R: CubeRuntime> OperationFuser<CubeAccOptimization<R>> for ElementWiseViews
         self.inner.reset();
         self.hoisted.clear();
         self.unit_reductions = 0;
-        self.accepted = 0;
         self.written.clear();
         self.read.clear();
         self.status = FuserStatus::Open;
@@ -175,8 +167,10 @@ impl<R: CubeRuntime> OperationFuser<CubeAccOptimization<R>> for ElementWiseViews
         self.inner.properties()
     }
 
+    /// The ops accepted: those run ahead and those of the kernel (Burn's fuser counts one
+    /// per op it fuses).
     fn len(&self) -> usize {
-        self.accepted
+        self.hoisted.len() + self.inner.len()
     }
 
     fn clone_dyn(&self) -> Box<dyn OperationFuser<CubeAccOptimization<R>>> {
