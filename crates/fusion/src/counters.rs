@@ -95,8 +95,12 @@ pub static CUBE_SUM_CHAIN_VIEWS: Counter = Counter::new("cube_sum_chain_views");
 /// Chains whose real shapes ruled out one reduction, run op by op as Burn would.
 pub static CUBE_SUM_CHAIN_UNFUSED: Counter = Counter::new("cube_sum_chain_unfused");
 /// Module ops (convolutions, poolings) that led a block, run alone so that the ops behind them
-/// are explored again by `Fusion<CubeAcc<R>>` (`cube::module_op`).
+/// are explored again by `Fusion<CubeAcc<R>>` (`cube::lone_op`).
 pub static CUBE_MODULE_OP_ALONE: Counter = Counter::new("cube_module_op_alone");
+/// Custom ops (burnacc's kernels) that led a block, run alone likewise (`cube::lone_op`).
+pub static CUBE_CUSTOM_OP_ALONE: Counter = Counter::new("cube_custom_op_alone");
+/// Burn's element-wise kernels run by `Fusion<CubeAcc<R>>` (`cube::stock`).
+pub static CUBE_STOCK_ELEMENTWISE: Counter = Counter::new("cube_stock_elementwise");
 /// Element-wise kernels of `Fusion<CubeAcc<R>>` that read through a reshape Burn's fuser
 /// closes on, or took a reduction over an axis of size 1 (`cube::elementwise_views`).
 pub static CUBE_ELEMENTWISE_VIEWS: Counter = Counter::new("cube_elementwise_views");

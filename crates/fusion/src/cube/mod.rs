@@ -1,8 +1,8 @@
 //! [`CubeAcc`]: CubeCL's backend under a type of burnacc's own, so that `Fusion<CubeAcc<R>>`
 //! runs burnacc's fusion runtime on wgpu and CUDA ([`CubeAccRuntime`]: Burn's own CubeCL
 //! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel;
-//! `module_op`, a convolution or pooling that leads a block run alone so that the ops behind it
-//! can fuse; `elementwise_views`, Burn's element-wise fuser reading through reshapes it closes
+//! `lone_op`, a convolution, pooling or burnacc kernel that leads a block run alone so that the
+//! ops behind it can fuse; `elementwise_views`, Burn's element-wise fuser reading through reshapes it closes
 //! on and reductions over axes of size 1).
 
 mod elementwise_views;
@@ -10,13 +10,13 @@ mod elementwise_views;
 mod forward;
 mod ir;
 mod kernels;
-mod module_op;
+mod lone_op;
 mod runtime;
 mod stock;
 mod sum_chain;
 
 pub use elementwise_views::{ElementWiseViewsOptimization, ElementWiseViewsState};
-pub use module_op::ModuleOpOptimization;
+pub use lone_op::{LoneOpKind, LoneOpOptimization};
 pub use runtime::{CubeAccOptimization, CubeAccOptimizationState, CubeAccRuntime};
 pub use sum_chain::{SumChain, SumChainOptimization};
 

@@ -1,12 +1,12 @@
 //! The fusion runtime of `Fusion<CubeAcc<R>>`: Burn's CubeCL fusers and the optimizations
-//! they build, beside burnacc's (reduction chains, `super::sum_chain`; module ops that lead a
-//! block, `super::module_op`; element-wise kernels behind reshapes run ahead,
+//! they build, beside burnacc's (reduction chains, `super::sum_chain`; module and custom ops
+//! that lead a block, `super::lone_op`; element-wise kernels behind reshapes run ahead,
 //! `super::elementwise_views`).
 
 use super::elementwise_views::{
     ElementWiseViewsFuser, ElementWiseViewsOptimization, ElementWiseViewsState,
 };
-use super::module_op::{ModuleOpFuser, ModuleOpOptimization};
+use super::lone_op::{LoneOpFuser, LoneOpKind, LoneOpOptimization};
 use super::stock::{execute_stock, stock_from_state, stock_fusers};
 use super::sum_chain::{SumChain, SumChainFuser, SumChainOptimization};
 use burn_cubecl::CubeRuntime;
@@ -34,8 +34,8 @@ pub enum CubeAccOptimization<R: CubeRuntime> {
     Stock(CubeOptimization<R>),
     /// A chain of `sum_dim` / `mean_dim` as one multi-axis reduction (`super::sum_chain`).
     SumChain(SumChainOptimization<R>),
-    /// A module op that leads a block, run alone (`super::module_op`).
-    ModuleOp(ModuleOpOptimization<R>),
+    /// A module or custom op that leads a block, run alone (`super::lone_op`).
+    LoneOp(LoneOpOptimization<R>),
     /// Burn's element-wise kernel behind reshapes run ahead (`super::elementwise_views`).
     ElementWiseViews(ElementWiseViewsOptimization<R>),
 }
@@ -45,7 +45,7 @@ impl<R: CubeRuntime> core::fmt::Debug for CubeAccOptimization<R> {
         match self {
             CubeAccOptimization::Stock(o) => f.debug_tuple("Stock").field(o).finish(),
             CubeAccOptimization::SumChain(o) => o.fmt(f),
-            CubeAccOptimization::ModuleOp(o) => o.fmt(f),
+            CubeAccOptimization::LoneOp(o) => o.fmt(f),
             CubeAccOptimization::ElementWiseViews(o) => o.fmt(f),
         }
     }
@@ -58,8 +58,8 @@ pub enum CubeAccOptimizationState {
     Stock(Box<CubeOptimizationState>),
     /// A reduction chain.
     SumChain(Box<SumChain>),
-    /// A module op run alone.
-    ModuleOp,
+    /// A module or custom op run alone.
+    LoneOp(LoneOpKind),
     /// An element-wise kernel behind reshapes run ahead.
     ElementWiseViews(Box<ElementWiseViewsState>),
 }
@@ -75,7 +75,7 @@ impl<R: CubeRuntime> FusionRuntime for CubeAccRuntime<R> {
         // After Burn's: where both build the same kernel, Burn's wins the tie.
         fusers.push(Box::new(ElementWiseViewsFuser::<R>::new(device)));
         fusers.push(Box::new(SumChainFuser::<R>::new()));
-        fusers.push(Box::new(ModuleOpFuser::<R>::new()));
+        fusers.push(Box::new(LoneOpFuser::<R>::new()));
         fusers
     }
 }
@@ -85,7 +85,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
         match self {
             CubeAccOptimization::Stock(o) => o.len(),
             CubeAccOptimization::SumChain(o) => o.chain().num_operations(),
-            CubeAccOptimization::ModuleOp(_) => 1,
+            CubeAccOptimization::LoneOp(_) => 1,
             CubeAccOptimization::ElementWiseViews(o) => o.num_operations(),
         }
     }
@@ -94,7 +94,7 @@ impl<R: CubeRuntime> NumOperations for CubeAccOptimization<R> {
         match self {
             CubeAccOptimization::Stock(o) => o.name(),
             CubeAccOptimization::SumChain(_) => "SumChain",
-            CubeAccOptimization::ModuleOp(_) => "ModuleOp",
+            CubeAccOptimization::LoneOp(_) => "LoneOp",
             CubeAccOptimization::ElementWiseViews(_) => "ElementWiseViews",
         }
     }
@@ -109,7 +109,7 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
         match self {
             CubeAccOptimization::Stock(o) => execute_stock(o, context, execution),
             CubeAccOptimization::SumChain(o) => o.execute(context, execution),
-            CubeAccOptimization::ModuleOp(o) => o.execute(context, execution),
+            CubeAccOptimization::LoneOp(o) => o.execute(context, execution),
             CubeAccOptimization::ElementWiseViews(o) => o.execute(context, execution),
         }
     }
@@ -122,7 +122,7 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
             CubeAccOptimization::SumChain(o) => {
                 CubeAccOptimizationState::SumChain(Box::new(o.chain().clone()))
             }
-            CubeAccOptimization::ModuleOp(_) => CubeAccOptimizationState::ModuleOp,
+            CubeAccOptimization::LoneOp(o) => CubeAccOptimizationState::LoneOp(o.kind()),
             CubeAccOptimization::ElementWiseViews(o) => {
                 CubeAccOptimizationState::ElementWiseViews(Box::new(o.to_state()))
             }
@@ -137,8 +137,8 @@ impl<R: CubeRuntime> Optimization<CubeAccRuntime<R>> for CubeAccOptimization<R> 
             CubeAccOptimizationState::SumChain(chain) => {
                 CubeAccOptimization::SumChain(SumChainOptimization::new(*chain))
             }
-            CubeAccOptimizationState::ModuleOp => {
-                CubeAccOptimization::ModuleOp(ModuleOpOptimization::new())
+            CubeAccOptimizationState::LoneOp(kind) => {
+                CubeAccOptimization::LoneOp(LoneOpOptimization::new(kind))
             }
             CubeAccOptimizationState::ElementWiseViews(state) => {
                 CubeAccOptimization::ElementWiseViews(ElementWiseViewsOptimization::from_state(

@@ -3,6 +3,7 @@
 //! `Fusion<CubeBackend<R>>` (the list of burn-cubecl 0.21's `FusionCubeRuntime::fusers`).
 
 use super::runtime::{CubeAccOptimization, CubeAccRuntime};
+use crate::counters;
 use burn::backend::ir::OperationIr;
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::fusion::FusionCubeRuntime;
@@ -77,7 +78,10 @@ pub(crate) fn execute_stock<R: CubeRuntime>(
         Box::new(Unfused(operation)) as Box<dyn FallbackOperation<R>>
     };
     match optimization {
-        CubeOptimization::ElementWise(op) => op.execute(context),
+        CubeOptimization::ElementWise(op) => {
+            op.execute(context);
+            counters::CUBE_STOCK_ELEMENTWISE.bump();
+        }
         CubeOptimization::Matmul(op) => op.execute(context, fallback),
         CubeOptimization::Reduce(op) => op.execute(context, fallback),
         CubeOptimization::ReduceBroadcasted(op) => op.execute(context, fallback),

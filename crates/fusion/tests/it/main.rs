@@ -15,6 +15,7 @@ mod tier2 {
     mod contiguous_copy;
     mod conv_backward;
     mod cube_acc;
+    mod custom_op_alone;
     mod elementwise_fusion;
     mod elementwise_views;
     mod empty_inputs;
