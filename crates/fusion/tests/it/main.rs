@@ -1,6 +1,7 @@
 //! burnacc-fusion's tests, one binary. The modules `tier1`, `tier2`, `tier3` are the test tiers
 //! (`scripts/test.sh --tier N`); cargo-nextest runs each test in a process of its own.
 
+mod readings;
 mod relative;
 mod synced;
 

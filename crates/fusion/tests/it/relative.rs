@@ -24,3 +24,15 @@ pub fn relative_error<A: Backend, R: Backend, const D: usize>(
         .fold(0.0f64, |m, (g, e)| m.max((g - e).abs()));
     worst / scale.max(f64::MIN_POSITIVE)
 }
+
+/// Panics unless `got` is within `tolerance` of `expected` by [`relative_error`], which it prints.
+pub fn assert_within<A: Backend, R: Backend, const D: usize>(
+    what: &str,
+    got: Tensor<A, D>,
+    expected: Tensor<R, D>,
+    tolerance: f64,
+) {
+    let error = relative_error(what, got, expected);
+    println!("{what}: relative error {error:e}");
+    assert!(error <= tolerance, "{what}: relative error {error:e}");
+}

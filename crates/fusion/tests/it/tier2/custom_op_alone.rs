@@ -3,7 +3,8 @@
 //! running op by op. On lavapipe, against the same ops on `NdArray<f64>` (whose QuickGELU is
 //! the plain-Burn reference); the counters prove which path ran.
 
-use crate::relative::relative_error;
+use crate::readings::growth;
+use crate::relative::assert_within;
 use crate::synced::uniform;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
@@ -20,22 +21,6 @@ type Ref = NdArray<f64>;
 /// Counter readings: custom ops run alone, Burn's element-wise kernels run.
 fn counts() -> [u64; 2] {
     [CUBE_CUSTOM_OP_ALONE.get(), CUBE_STOCK_ELEMENTWISE.get()]
-}
-
-fn delta(before: [u64; 2]) -> [u64; 2] {
-    let now = counts();
-    std::array::from_fn(|i| now[i] - before[i])
-}
-
-fn assert_close<const D: usize>(
-    what: &str,
-    got: Tensor<Acc, D>,
-    expected: Tensor<Ref, D>,
-    tolerance: f64,
-) {
-    let error = relative_error(what, got, expected);
-    println!("{what}: relative error {error:e}");
-    assert!(error <= tolerance, "{what}: relative error {error:e}");
 }
 
 /// Two independent chains, interleaved as a model's ops often are: `exp(0.5 · quick_gelu(x) + r)`,
@@ -58,12 +43,12 @@ fn the_ops_behind_a_custom_op_fuse_into_one_kernel() {
     let before = counts();
     let [y, a] = gelu_beside_elementwise::<Acc>();
     let [y_ref, a_ref] = gelu_beside_elementwise::<Ref>();
-    assert_close("exp(0.5 quick_gelu(x) + r)", y, y_ref, FUSED_F32_FORWARD);
-    assert_close("2a + 1", a, a_ref, FUSED_F32_FORWARD);
+    assert_within("exp(0.5 quick_gelu(x) + r)", y, y_ref, FUSED_F32_FORWARD);
+    assert_within("2a + 1", a, a_ref, FUSED_F32_FORWARD);
     // The kernel alone; one of Burn's kernels for `2a + 1`, and one for the scaling, the sum
     // and the `exp` behind the custom op (run op by op, these were three launches).
     assert_eq!(
-        delta(before),
+        growth(counts, before),
         [1, 2],
         "[custom ops alone, element-wise kernels]"
     );
@@ -85,13 +70,13 @@ where
 fn a_custom_op_of_the_backward_runs_alone_and_equals_the_reference() {
     let before = counts();
     let got = gelu_gradient::<Autodiff<Acc>>();
-    assert_close(
+    assert_within(
         "dx",
         got,
         gelu_gradient::<Autodiff<Ref>>(),
         FUSED_F32_GRADIENT,
     );
-    let [alone, kernels] = delta(before);
+    let [alone, kernels] = growth(counts, before);
     // QuickGELU's backward leads its block (the forward follows the `3x` in its block).
     assert_eq!(alone, 1, "custom ops alone");
     assert!(kernels >= 1, "element-wise kernels: {kernels}");

@@ -3,7 +3,8 @@
 //! reduction over an axis of size 1 (Burn's backward of `mean_dim`) as an assignment. On
 //! lavapipe, against the same ops on `NdArray<f64>`; the counters prove which path ran.
 
-use crate::relative::relative_error;
+use crate::readings::growth;
+use crate::relative::assert_within;
 use crate::synced::uniform;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
@@ -27,22 +28,6 @@ fn counts() -> [u64; 3] {
     ]
 }
 
-fn delta(before: [u64; 3]) -> [u64; 3] {
-    let now = counts();
-    std::array::from_fn(|i| now[i] - before[i])
-}
-
-fn assert_close<const D: usize>(
-    what: &str,
-    got: Tensor<Acc, D>,
-    expected: Tensor<Ref, D>,
-    tolerance: f64,
-) {
-    let error = relative_error(what, got, expected);
-    println!("{what}: relative error {error:e}");
-    assert!(error <= tolerance, "{what}: relative error {error:e}");
-}
-
 /// A batch norm's running-mean update as burnacc's `BatchNorm` writes it:
 /// `0.9 · running + 0.1 · mean.reshape([C])`, with `mean` of shape `[1, C, 1, 1]` from an
 /// earlier segment (in a network, the normalisation's kernels run in between).
@@ -58,7 +43,7 @@ fn running_mean_update<B: Backend>() -> Tensor<B, 1> {
 fn a_running_average_reads_the_statistic_through_a_reshape_run_ahead() {
     let before = counts();
     let got = running_mean_update::<Acc>();
-    assert_close(
+    assert_within(
         "running mean",
         got,
         running_mean_update::<Ref>(),
@@ -66,7 +51,7 @@ fn a_running_average_reads_the_statistic_through_a_reshape_run_ahead() {
     );
     // One kernel for both scalings and the sum, behind `mean.reshape([C])`.
     assert_eq!(
-        delta(before),
+        growth(counts, before),
         [1, 1, 0],
         "[kernels, ahead, unit reductions]"
     );
@@ -84,13 +69,13 @@ fn mean_dim_gradient<B: AutodiffBackend>() -> Tensor<B::InnerBackend, 2> {
 fn the_gradient_of_mean_dim_takes_its_unit_reduction_into_the_kernel() {
     let before = counts();
     let got = mean_dim_gradient::<Autodiff<Acc>>();
-    assert_close(
+    assert_within(
         "dx",
         got,
         mean_dim_gradient::<Autodiff<Ref>>(),
         FUSED_F32_GRADIENT,
     );
-    let [kernels, _, unit] = delta(before);
+    let [kernels, _, unit] = growth(counts, before);
     assert!(unit >= 1, "unit reductions as assignments: {unit}");
     assert!(kernels >= 1, "kernels: {kernels}");
 }
@@ -104,9 +89,9 @@ fn a_reshape_of_a_strided_input_runs_ahead_as_a_copy() {
     let got = (x.reshape([12]) * 2.0).add_scalar(1.0);
     let expected =
         (uniform::<Ref, 2>(4, [4, 3]).swap_dims(0, 1).reshape([12]) * 2.0).add_scalar(1.0);
-    assert_close("2x + 1", got, expected, FUSED_F32_FORWARD);
+    assert_within("2x + 1", got, expected, FUSED_F32_FORWARD);
     assert_eq!(
-        delta(before),
+        growth(counts, before),
         [1, 1, 0],
         "[kernels, ahead, unit reductions]"
     );
@@ -125,12 +110,12 @@ fn a_reshape_that_frees_what_the_kernel_reads_does_not_run_ahead() {
     let before = counts();
     let (doubled, flat) = run(a);
     let reference = uniform::<Ref, 4>(5, [1, 6, 1, 1]);
-    assert_close(
+    assert_within(
         "2a + 1",
         doubled,
         (reference.clone() * 2.0).add_scalar(1.0),
         FUSED_F32_FORWARD,
     );
-    assert_close("3 a", flat, reference.reshape([6]) * 3.0, FUSED_F32_FORWARD);
-    assert_eq!(delta(before)[1], 0, "reshapes run ahead");
+    assert_within("3 a", flat, reference.reshape([6]) * 3.0, FUSED_F32_FORWARD);
+    assert_eq!(growth(counts, before)[1], 0, "reshapes run ahead");
 }

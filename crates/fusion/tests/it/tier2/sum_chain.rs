@@ -4,6 +4,7 @@
 //! autodiff, where every broadcast operand's gradient is such a chain; the counters prove the
 //! chain ran fused, and that a chain whose intermediate is still needed is left alone.
 
+use crate::readings::growth;
 use crate::relative::relative_error;
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
@@ -41,11 +42,6 @@ fn counts() -> [u64; 3] {
     ]
 }
 
-fn delta(before: [u64; 3]) -> [u64; 3] {
-    let now = counts();
-    [now[0] - before[0], now[1] - before[1], now[2] - before[2]]
-}
-
 /// Each test runs in a process of its own (cargo-nextest), so the counters' differences are
 /// exactly this test's.
 fn check_chain<F, G>(what: &str, acc: F, reference: G, expected_counts: [u64; 3])
@@ -58,7 +54,7 @@ where
     let got_values = got.clone();
     let error = relative_error(what, got_values, reference(strided::<Ref>(7)));
     assert_eq!(
-        delta(before),
+        growth(counts, before),
         expected_counts,
         "{what}: [chains, reductions, kernels]"
     );
@@ -116,7 +112,11 @@ fn reductions_over_axes_of_size_one_cost_nothing() {
     );
     let before = counts();
     let y: Vec<f32> = x.sum_dim(1).into_data().to_vec().unwrap();
-    assert_eq!(delta(before), [1, 1, 0], "[chains, reductions, kernels]");
+    assert_eq!(
+        growth(counts, before),
+        [1, 1, 0],
+        "[chains, reductions, kernels]"
+    );
     assert_eq!(y, values_in);
 }
 
@@ -133,7 +133,11 @@ fn a_chain_whose_intermediate_is_still_needed_is_not_fused() {
             relative_error("then over 2", second, r.sum_dim(2)),
         )
     };
-    assert_eq!(delta(before), [0, 0, 0], "[chains, reductions, kernels]");
+    assert_eq!(
+        growth(counts, before),
+        [0, 0, 0],
+        "[chains, reductions, kernels]"
+    );
     assert!(first_error <= FUSED_F32_FORWARD, "{first_error:e}");
     assert!(second_error <= FUSED_F32_FORWARD, "{second_error:e}");
 }
@@ -168,7 +172,11 @@ fn broadcast_gradients_through_autodiff_equal_the_reference() {
         .map(|((g, e), name)| relative_error(name, g, e))
         .collect();
     // dgamma and dbeta: one chain of three reductions each.
-    assert_eq!(delta(before), [2, 6, 2], "[chains, reductions, kernels]");
+    assert_eq!(
+        growth(counts, before),
+        [2, 6, 2],
+        "[chains, reductions, kernels]"
+    );
     for (name, error) in names.iter().zip(&errors) {
         println!("{name}: relative error {error:e}");
         assert!(
@@ -199,7 +207,11 @@ fn f16_storage_accumulates_in_f32() {
         got,
         rounded.sum_dim(0).sum_dim(2).sum_dim(3),
     );
-    assert_eq!(delta(before), [1, 3, 1], "[chains, reductions, kernels]");
+    assert_eq!(
+        growth(counts, before),
+        [1, 3, 1],
+        "[chains, reductions, kernels]"
+    );
     println!("f16: relative error {error:e}");
     assert!(error <= FUSED_F16_STORAGE, "relative error {error:e}");
 }
@@ -219,7 +231,11 @@ fn long_reductions_split_over_cubes_equal_the_reference() {
     let got = long::<Acc>().sum_dim(0).sum_dim(2).mean_dim(3);
     let expected = long::<Ref>().sum_dim(0).sum_dim(2).mean_dim(3);
     let error = relative_error("per-channel sum of 25,200", got, expected);
-    assert_eq!(delta(before), [1, 3, 1], "[chains, reductions, sums]");
+    assert_eq!(
+        growth(counts, before),
+        [1, 3, 1],
+        "[chains, reductions, sums]"
+    );
     assert_eq!(
         sum_axes_split_launches() - split_before,
         1,
@@ -243,7 +259,11 @@ fn contiguous_neighbours_merge_into_one_axis_of_the_kernel() {
     let got = contiguous::<Acc>().sum_dim(3).mean_dim(2);
     let expected = contiguous::<Ref>().sum_dim(3).mean_dim(2);
     let error = relative_error("contiguous sum over 3, mean over 2", got, expected);
-    assert_eq!(delta(before), [1, 2, 1], "[chains, reductions, kernels]");
+    assert_eq!(
+        growth(counts, before),
+        [1, 2, 1],
+        "[chains, reductions, kernels]"
+    );
     println!("contiguous: relative error {error:e}");
     assert!(error <= FUSED_F32_FORWARD, "relative error {error:e}");
 }
@@ -275,7 +295,7 @@ fn a_chain_leaves_its_input_to_later_readers_in_the_same_segment() {
             "{name}: relative error {error:e}"
         );
     }
-    let [chains, ..] = delta(before);
+    let [chains, ..] = growth(counts, before);
     // At least one chain ran fused ahead of a later reader of `g` (the case under test).
     assert!(chains >= 1, "{chains} chains ran fused");
 }

@@ -5,6 +5,7 @@
 //! the counters prove which path ran, including the op-by-op fallback for reshapes that are not
 //! merges of the swapped axes.
 
+use crate::readings::growth;
 use crate::relative::relative_error;
 use crate::synced::uniform;
 use burn::backend::wgpu::WgpuRuntime;
@@ -34,11 +35,6 @@ fn counts() -> [u64; 4] {
     ]
 }
 
-fn delta(before: [u64; 4]) -> [u64; 4] {
-    let now = counts();
-    std::array::from_fn(|i| now[i] - before[i])
-}
-
 /// Runs `chain` on an input of `shape` (permuted by `permutation` first: a strided view) on both
 /// backends; checks the values and the counters (each test runs in a process of its own, so the
 /// differences are exactly this test's).
@@ -59,7 +55,7 @@ fn check<const D: usize, const E: usize>(
         reference(uniform::<Ref, D>(3, shape).permute(permutation)),
     );
     assert_eq!(
-        delta(before),
+        growth(counts, before),
         expected_counts,
         "{what}: [chains, views, op by op, kernels]"
     );
@@ -208,7 +204,7 @@ fn a_convolution_then_batch_norm_fuses_and_equals_the_reference() {
         };
         assert!(error <= tolerance, "{name}: relative error {error:e}");
     }
-    let [_, views, unfused, _] = delta(before);
+    let [_, views, unfused, _] = growth(counts, before);
     // The batch norm's mean and variance, each from the swapped view of a convolution's output.
     assert_eq!(views, 2, "statistics read in place");
     assert_eq!(unfused, 0, "chains run op by op");
