@@ -23,10 +23,11 @@ fn counts() -> [u64; 2] {
     [CUBE_CUSTOM_OP_ALONE.get(), CUBE_STOCK_ELEMENTWISE.get()]
 }
 
-/// Two independent chains, interleaved as a model's ops often are: `exp(0.5 · quick_gelu(x) + r)`,
-/// three element-wise ops behind a custom op, and `2a + 1` beside it, which keeps Burn's stream
-/// exploring while the first is recorded. Until then the ops that follow a custom op join its
-/// block, and a block no fuser is ready for runs op by op.
+/// Two independent chains, interleaved as a model's ops often are:
+/// `exp(0.5 · quick_gelu(x) + r)`, three element-wise ops behind a custom op, and `2a + 1`
+/// beside it, which keeps Burn's stream exploring while the first is recorded. The ops that
+/// read the custom op's output join its block; unless the custom op is taken alone, no fuser
+/// is ready for that block and it runs op by op.
 fn gelu_beside_elementwise<B: GeluKernel>() -> [Tensor<B, 2>; 2] {
     let x = uniform::<B, 2>(1, [5, 37]);
     let r = uniform::<B, 2>(2, [5, 37]);
@@ -46,7 +47,7 @@ fn the_ops_behind_a_custom_op_fuse_into_one_kernel() {
     assert_within("exp(0.5 quick_gelu(x) + r)", y, y_ref, FUSED_F32_FORWARD);
     assert_within("2a + 1", a, a_ref, FUSED_F32_FORWARD);
     // The kernel alone; one of Burn's kernels for `2a + 1`, and one for the scaling, the sum
-    // and the `exp` behind the custom op (run op by op, these were three launches).
+    // and the `exp` behind the custom op (op by op, they would be three launches: `[0, 1]`).
     assert_eq!(
         growth(counts, before),
         [1, 2],
