@@ -2,8 +2,8 @@
 //! runs burnacc's fusion runtime on wgpu and CUDA ([`CubeAccRuntime`]: Burn's own CubeCL
 //! fusers, unchanged, beside burnacc's: `sum_chain`, chains of reductions as one kernel;
 //! `lone_op`, a convolution, pooling or burnacc kernel that leads a block run alone so that the
-//! ops behind it can fuse; `elementwise_views`, Burn's element-wise fuser reading through reshapes it closes
-//! on and reductions over axes of size 1).
+//! ops behind it can fuse; `elementwise_views`, Burn's element-wise fuser reading through
+//! reshapes it closes on and reductions over axes of size 1).
 
 mod elementwise_views;
 #[rustfmt::skip] // generated: one forwarding method per op

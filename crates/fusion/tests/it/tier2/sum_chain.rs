@@ -5,7 +5,7 @@
 //! chain ran fused, and that a chain whose intermediate is still needed is left alone.
 
 use crate::readings::growth;
-use crate::relative::relative_error;
+use crate::relative::{assert_within, relative_error};
 use burn::backend::wgpu::WgpuRuntime;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::Backend;
@@ -288,12 +288,7 @@ fn a_chain_leaves_its_input_to_later_readers_in_the_same_segment() {
     let got = pattern::<Acc>();
     let expected = pattern::<Ref>();
     for ((got, expected), name) in got.into_iter().zip(expected).zip(["head", "db", "dx"]) {
-        let error = relative_error(name, got, expected);
-        println!("{name}: relative error {error:e}");
-        assert!(
-            error <= FUSED_F32_FORWARD,
-            "{name}: relative error {error:e}"
-        );
+        assert_within(name, got, expected, FUSED_F32_FORWARD);
     }
     let [chains, ..] = growth(counts, before);
     // At least one chain ran fused ahead of a later reader of `g` (the case under test).
