@@ -68,3 +68,33 @@ pub(crate) fn power_of_two_cube<R: CubeRuntime>(like: &CubeTensor<R>, wanted: u3
         .min(hardware.max_cube_dim.0);
     1 << (u32::BITS - 1 - limit.leading_zeros())
 }
+
+/// Largest cube of a long reduction: 256 units, within every device's limit, a few elements
+/// each for the per-channel sums of a batch norm at small batches.
+const MAX_REDUCTION_CUBE: u32 = 256;
+/// Elements a unit sums before a reduction is split over more cubes.
+const ELEMENTS_PER_UNIT: usize = 64;
+/// Most runs a reduction is split into (a second kernel adds them serially).
+const MAX_SPLITS: usize = 64;
+
+/// Into how many runs a reduction of `count` elements per output is split, one cube each: one
+/// run while a cube's units sum at most [`ELEMENTS_PER_UNIT`] elements each; beyond, enough
+/// runs to keep them there, up to [`MAX_SPLITS`] (a second kernel adds the runs). A
+/// per-channel sum of a `[256, 64, 56, 56]` gradient is 64 outputs of 200,704 elements: 64
+/// cubes alone would leave most of a large GPU idle.
+pub(crate) fn reduction_splits(count: usize, block: u32) -> usize {
+    count
+        .div_ceil(block as usize * ELEMENTS_PER_UNIT)
+        .clamp(1, MAX_SPLITS)
+}
+
+/// The cube size of a reduction of `count` elements per output: a power of two no larger than
+/// the count (rounded up) and [`MAX_REDUCTION_CUBE`], since the kernel's tree reduction halves
+/// it down to one unit.
+pub(crate) fn reduction_cube_size<R: CubeRuntime>(like: &CubeTensor<R>, count: usize) -> u32 {
+    let wanted = count
+        .max(1)
+        .next_power_of_two()
+        .min(MAX_REDUCTION_CUBE as usize) as u32;
+    power_of_two_cube(like, wanted)
+}

@@ -1,5 +1,8 @@
 //! Fused CubeCL kernels for burnacc, each with a plain-Burn reference it is tested against.
 //!
+//! - [`batch_norm`]: batch norm in training mode (with an optional fused ReLU), forward and
+//!   backward, three kernels each way: per-channel f32 sums over runs of the channel, then the
+//!   statistics or parameter gradients, then the element-wise pass.
 //! - [`layer_norm`]: LayerNorm over the last dimension, forward and backward, as one kernel per
 //!   row (plus a two-stage column reduction for the parameter gradients).
 //! - [`bias_dropout_add`]: `residual + dropout(x + bias)`, one pass each way, mask from a seed.
@@ -18,6 +21,7 @@
 //! - [`multi_apply`]: mmdet's `multi_apply` and TorchAcc's multi-stream variant (a stream per
 //!   group, results in order).
 
+pub mod batch_norm;
 pub mod bias_dropout_add;
 mod cube_tree;
 mod cube_util;

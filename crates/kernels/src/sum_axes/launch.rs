@@ -13,15 +13,7 @@ use super::counters;
 use super::kernel::{
     sum_partials_kernel, sum_trailing_axes_kernel, sum_trailing_axes_partial_kernel,
 };
-use crate::cube_util::{elementwise_grid, empty_like, power_of_two_cube};
-
-/// Largest cube: 256 units, within every device's limit, a few elements each for the
-/// per-channel sums of a batch norm at small batches.
-const MAX_CUBE: u32 = 256;
-/// Elements a unit sums before a reduction is split over more cubes.
-const ELEMENTS_PER_UNIT: usize = 64;
-/// Most runs a reduction is split into (the second kernel adds them serially).
-const MAX_SPLITS: usize = 64;
+use crate::cube_util::{elementwise_grid, empty_like, reduction_cube_size, reduction_splits};
 
 /// `scale · Σ x` over `axes`, the reduced axes kept with size 1 (Burn's `sum_dim` applied once
 /// per axis, then multiplied by `scale`; `scale = 1 / n` makes it a mean).
@@ -31,7 +23,7 @@ const MAX_SPLITS: usize = 64;
 /// - returns a contiguous tensor of `x`'s dtype, shaped like `x` with every reduced axis 1.
 ///
 /// One kernel launch, two for long reductions (f32 partial sums over runs of the reduced
-/// elements, then their sum; see `splits`), none when the output is empty. The sums are
+/// elements, then their sum; see `reduction_splits`), none when the output is empty. The sums are
 /// accumulated in f32; an empty reduction gives 0. Panics when an axis is out of range.
 pub fn sum_axes_cube<R: CubeRuntime>(
     x: CubeTensor<R>,
@@ -71,8 +63,8 @@ pub fn sum_axes_cube<R: CubeRuntime>(
     }
     let (view, kept_rank) = coalesced(permute(x, &order), kept_rank);
     let client = output.client.clone();
-    let block = cube_size(&output, count);
-    let splits = splits(count, block);
+    let block = reduction_cube_size(&output, count);
+    let splits = reduction_splits(count, block);
     if splits == 1 {
         sum_trailing_axes_kernel::launch::<R>(
             &client,
@@ -164,22 +156,4 @@ fn coalesced<R: CubeRuntime>(mut view: CubeTensor<R>, kept_rank: usize) -> (Cube
     }
     *view.meta = Metadata::new(Shape::from(merged_dims), merged_strides);
     (view, merged_kept)
-}
-
-/// Into how many runs a reduction of `count` elements is split, one cube each: one run (one
-/// kernel) while a cube's units sum at most [`ELEMENTS_PER_UNIT`] elements each; beyond, enough
-/// runs to keep them there, up to [`MAX_SPLITS`] (then a second kernel adds the runs). A
-/// per-channel sum of a `[256, 64, 56, 56]` gradient is 64 outputs of 200,704 elements: 64
-/// cubes alone would leave most of a large GPU idle.
-fn splits(count: usize, block: u32) -> usize {
-    count
-        .div_ceil(block as usize * ELEMENTS_PER_UNIT)
-        .clamp(1, MAX_SPLITS)
-}
-
-/// A power of two no larger than the reduced count (rounded up) and [`MAX_CUBE`]: the kernel's
-/// tree reduction halves it down to one unit.
-fn cube_size<R: CubeRuntime>(like: &CubeTensor<R>, count: usize) -> u32 {
-    let wanted = count.max(1).next_power_of_two().min(MAX_CUBE as usize) as u32;
-    power_of_two_cube(like, wanted)
 }

@@ -3,6 +3,7 @@
 
 mod common;
 mod tier2 {
+    mod batch_norm;
     mod bias_dropout_add;
     mod bias_dropout_add_autodiff;
     mod bias_dropout_add_seed;
