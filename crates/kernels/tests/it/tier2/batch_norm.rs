@@ -1,19 +1,21 @@
 //! The fused CubeCL batch norm (wgpu) against `burn::nn::BatchNorm` in training mode under
-//! `Autodiff<NdArray<f64>>` (its output and the gradients of a weighted sum of it), and the
-//! plain-Burn reference against the same module.
+//! `Autodiff<NdArray<f64>>` (its output and the gradients of a weighted sum of it): the
+//! kernels alone, and `batch_norm` as one autodiff node over Burn's fusion (`Wgpu`) and over
+//! the reference path; and the plain-Burn reference against the same module.
 //!
 //! Run with `--nocapture` to see the measured errors.
 
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
-use burn::backend::{Autodiff, NdArray};
+use burn::backend::{Autodiff, NdArray, Wgpu};
 use burn::module::Param;
 use burn::nn::{BatchNorm, BatchNormConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorData};
 use burnacc_kernels::batch_norm::{
-    batch_norm_backward_cube, batch_norm_backward_launches, batch_norm_backward_reference,
-    batch_norm_forward_cube, batch_norm_forward_launches, batch_norm_reference,
+    BatchNormKernel, batch_norm, batch_norm_backward_cube, batch_norm_backward_launches,
+    batch_norm_backward_reference, batch_norm_forward_cube, batch_norm_forward_launches,
+    batch_norm_reference,
 };
 use burnacc_tests::tolerance::{FUSED_F16_STORAGE, FUSED_F32_FORWARD, FUSED_F32_GRADIENT};
 use rand::rngs::StdRng;
@@ -274,5 +276,101 @@ fn reference_matches_burn_batch_norm() {
                 "reference {name} (relu {relu_after}): {err:e}"
             );
         }
+    }
+}
+
+/// `batch_norm` on `Autodiff<B>`: `[y, dx, dgamma, dbeta, mean, var]` for the loss
+/// `Σ grad_out · y`.
+fn autodiff_batch_norm<B: BatchNormKernel, const D: usize>(
+    case: &Case,
+    relu: bool,
+    device: &B::Device,
+) -> [TensorData; 6] {
+    let channels = [case.dims[1]];
+    let x = Case::tensor::<Autodiff<B>, D>(&case.x, &case.dims, device).require_grad();
+    let gamma = Case::tensor::<Autodiff<B>, 1>(&case.gamma, &channels, device).require_grad();
+    let beta = Case::tensor::<Autodiff<B>, 1>(&case.beta, &channels, device).require_grad();
+    let grad_out = Case::tensor::<Autodiff<B>, D>(&case.grad_out, &case.dims, device);
+    let (y, mean, var) = batch_norm(x.clone(), gamma.clone(), beta.clone(), EPS, relu);
+    let grads = (y.clone() * grad_out).sum().backward();
+    [
+        y.into_data(),
+        x.grad(&grads).expect("dx").into_data(),
+        gamma.grad(&grads).expect("dgamma").into_data(),
+        beta.grad(&grads).expect("dbeta").into_data(),
+        mean.into_data(),
+        var.into_data(),
+    ]
+}
+
+/// The batch's per-channel mean and biased variance, in f64.
+fn channel_moments(case: &Case) -> [TensorData; 2] {
+    let [n, c] = [case.dims[0], case.dims[1]];
+    let spatial: usize = case.dims[2..].iter().product();
+    let count = (n * spatial) as f64;
+    let (mut mean, mut var) = (vec![0.0f64; c], vec![0.0f64; c]);
+    for (i, &v) in case.x.iter().enumerate() {
+        mean[(i / spatial) % c] += f64::from(v) / count;
+    }
+    for (i, &v) in case.x.iter().enumerate() {
+        let channel = (i / spatial) % c;
+        var[channel] += (f64::from(v) - mean[channel]).powi(2) / count;
+    }
+    [TensorData::new(mean, [c]), TensorData::new(var, [c])]
+}
+
+/// Checks `[y, dx, dgamma, dbeta, mean, var]` against `burn::nn::BatchNorm` and the moments.
+fn check_autodiff(case: &Case, relu: bool, actual: [TensorData; 6], forward: f64, gradient: f64) {
+    let [ry, rdx, rdgamma, rdbeta] = burn_batch_norm::<4>(case, relu);
+    let [rmean, rvar] = channel_moments(case);
+    let [y, dx, dgamma, dbeta, mean, var] = actual;
+    for (name, actual, expected, bound) in [
+        ("y", y, ry, forward),
+        ("mean", mean, rmean, forward),
+        ("var", var, rvar, forward),
+        ("dx", dx, rdx, gradient),
+        ("dgamma", dgamma, rdgamma, gradient),
+        ("dbeta", dbeta, rdbeta, gradient),
+    ] {
+        let err = rel_err(actual, expected);
+        println!("{:?} relu {relu}: {name} {err:.2e}", case.dims);
+        assert!(
+            err <= bound,
+            "{:?} relu {relu}: {name} error {err:e}",
+            case.dims
+        );
+    }
+}
+
+/// Under autodiff over Burn's fusion (`Wgpu`): one recorded custom op each way, running the
+/// kernels, equal to `burn::nn::BatchNorm`.
+#[test]
+fn autodiff_over_fusion_matches_burn_batch_norm() {
+    for relu in [false, true] {
+        let case = Case::new(&[3, 5, 7, 9], 0.5, 41);
+        let (forward_before, backward_before) = (
+            batch_norm_forward_launches(),
+            batch_norm_backward_launches(),
+        );
+        let actual = autodiff_batch_norm::<Wgpu, 4>(&case, relu, &WgpuDevice::default());
+        assert!(
+            batch_norm_forward_launches() > forward_before,
+            "the fused forward did not launch"
+        );
+        assert!(
+            batch_norm_backward_launches() > backward_before,
+            "the fused backward did not launch"
+        );
+        check_autodiff(&case, relu, actual, FUSED_F32_FORWARD, FUSED_F32_GRADIENT);
+    }
+}
+
+/// The reference path (a backend without the kernels) through the same autodiff node, in f64.
+#[test]
+fn autodiff_reference_path_matches_burn_batch_norm() {
+    for relu in [false, true] {
+        let case = Case::new(&[2, 4, 5, 3], -1.0, 42);
+        let actual = autodiff_batch_norm::<NdArray<f64>, 4>(&case, relu, &Default::default());
+        check_autodiff(&case, relu, actual, 1e-12, 1e-12);
     }
 }
