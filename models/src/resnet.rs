@@ -226,7 +226,7 @@ impl<B: Backend> ResNet<B> {
     /// x: `[batch, in_channels, h, w]` → `[batch, base_width, h/4, w/4]`
     /// (`[batch, base_width, h, w]` with the small stem; sizes rounded as the convolutions do).
     pub fn stem(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = relu(self.bn1.forward(self.conv1.forward(x)));
+        let x = self.bn1.forward_relu(self.conv1.forward(x));
         match &self.maxpool {
             Some(pool) => pool.forward(x),
             None => x,
@@ -337,11 +337,13 @@ impl<B: Backend> Block<B> {
             Some((conv, bn)) => bn.forward(conv.forward(x.clone())),
             None => x.clone(),
         };
-        let out = relu(self.bn1.forward(self.conv1.forward(x)));
-        let mut out = self.bn2.forward(self.conv2.forward(out));
-        if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
-            out = bn3.forward(conv3.forward(relu(out)));
-        }
+        let out = self.bn1.forward_relu(self.conv1.forward(x));
+        let out = match (&self.conv3, &self.bn3) {
+            (Some(conv3), Some(bn3)) => {
+                bn3.forward(conv3.forward(self.bn2.forward_relu(self.conv2.forward(out))))
+            }
+            _ => self.bn2.forward(self.conv2.forward(out)),
+        };
         relu(out + identity)
     }
 }

@@ -7,13 +7,14 @@
 //! bias (an f32 parameter) is cast to the activation's dtype here, as `nn::Linear` under
 //! autocast would have added it in that dtype.
 //!
-//! Swin's ops (window processing, window-attention softmax) return `None` when nothing is
-//! routed: their plain form is the model's own sequence of Burn ops, which stays in the model.
+//! Swin's ops (window processing, window-attention softmax) and the batch norm return `None`
+//! when nothing is routed: their plain form is the model's own sequence of Burn ops, which
+//! stays in the model.
 
 use crate::counters;
 use crate::routes::{
-    BiasDropoutAdd, BiasGelu, QuickGelu, WindowProcess, WindowProcessReverse, WindowSoftmax,
-    is_routed, lookup,
+    BatchNorm, BiasDropoutAdd, BiasGelu, QuickGelu, WindowProcess, WindowProcessReverse,
+    WindowSoftmax, is_routed, lookup,
 };
 use burn::backend::flex::FlexDevice;
 use burn::tensor::activation::sigmoid;
@@ -131,6 +132,37 @@ pub fn bias_dropout_add<B: Backend, const D: usize>(
             y + residual
         }
     }
+}
+
+/// A training-mode batch norm, then a ReLU when `relu`, as one fused op each way when routed
+/// for `B` on this thread; `None` otherwise (the model then runs its own ops).
+///
+/// x: `[N, C, ...]` (rank ≥ 2); gamma, beta: `[C]` (cast to the dtype of `x` here, as autocast
+/// would have applied them) → `(y, mean, var)`: `y` like `x`, `(x − mean) / sqrt(var +
+/// epsilon) · gamma + beta`; the batch's per-channel `mean` and biased `var` (over every axis
+/// but 1), `[C]` in the dtype of `x`, detached, for the caller's running statistics.
+pub fn batch_norm<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    epsilon: f64,
+    relu: bool,
+) -> Option<(Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>)> {
+    let fused = lookup::<BatchNorm, B>()?;
+    counters::bump_kernel("fused_batch_norm");
+    let dtype = x.dtype();
+    let (gamma, beta) = (bias_like(gamma, &x), bias_like(beta, &x));
+    let (y, mean, rstd) = fused(float(x), float(gamma), float(beta), epsilon, relu);
+    // var = 1 / rstd² − epsilon: the kernels keep `rstd`, which is what their backward reads.
+    let var = tensor::<B, 1>(rstd)
+        .powi_scalar(2)
+        .recip()
+        .sub_scalar(epsilon);
+    Some((
+        tensor(y),
+        in_dtype(tensor::<B, 1>(mean), dtype),
+        in_dtype(var, dtype),
+    ))
 }
 
 /// Swin's cyclic shift by `−shift`, zero pad to a multiple of `window` and window partition as

@@ -115,6 +115,23 @@ impl Route for LayerNorm {
         fn(FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, f64) -> FloatTensor<B>;
 }
 
+/// [`crate::fused::batch_norm`]: a training-mode batch norm, then a ReLU when asked, `(x,
+/// gamma, beta, epsilon, relu) → (y, mean, rstd)`, with `x: [N, C, ...]`, `gamma`, `beta: [C]`
+/// in the dtype of `x`; `y` like `x`, the batch's `mean` and `rstd = 1 / sqrt(var + epsilon)`
+/// `[C]` (f32 for f32 and narrower inputs), detached. Counter `fused_batch_norm`.
+pub struct BatchNorm;
+
+impl Route for BatchNorm {
+    const KEY: &'static str = "kernels.batch_norm";
+    type Fn<B: Backend> = fn(
+        FloatTensor<B>,
+        FloatTensor<B>,
+        FloatTensor<B>,
+        f64,
+        bool,
+    ) -> (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+}
+
 /// [`crate::fused::bias_gelu`]: `gelu(x + bias)` (exact, erf), `x: [..., width]`, `bias:
 /// [width]` in the dtype of `x`; the result like `x`. Counter `fused_bias_gelu`.
 pub struct BiasGelu;

@@ -71,6 +71,11 @@ pub struct KernelsSection {
     /// Every `layer_norm` the model calls (Burn's `nn::LayerNorm`) runs burnacc's fused
     /// LayerNorm: one autodiff node with a fused backward; CubeCL kernels on CubeCL devices.
     pub layer_norm: bool,
+    /// A model's training-mode batch norm (ResNet's `BatchNorm`, with the ReLU that follows it
+    /// where there is one) runs as one fused op each way: per-channel statistics, normalise
+    /// and affine forward; parameter and input gradients backward
+    /// (`burnacc_backend::fused::batch_norm`); CubeCL kernels on CubeCL devices.
+    pub batch_norm: bool,
     /// Adam/AdamW steps run as one multi-tensor update (`burnacc_kernels::optim`): CubeCL
     /// kernels a few launches per step on CubeCL devices, one fused loop per tensor on the CPU.
     /// Needs `optim.name = "adam"` or `"adamw"`.
@@ -152,9 +157,10 @@ impl KernelsSection {
         explicit
     }
 
-    fn flags_mut(&mut self) -> [(&'static str, &mut bool); 8] {
+    fn flags_mut(&mut self) -> [(&'static str, &mut bool); 9] {
         [
             ("kernels.layer_norm", &mut self.layer_norm),
+            ("kernels.batch_norm", &mut self.batch_norm),
             ("kernels.adam", &mut self.adam),
             ("kernels.sgd", &mut self.sgd),
             ("kernels.bias_gelu", &mut self.bias_gelu),
@@ -165,7 +171,7 @@ impl KernelsSection {
         ]
     }
 
-    fn flags(&self) -> [(&'static str, bool); 8] {
+    fn flags(&self) -> [(&'static str, bool); 9] {
         let mut copy = self.clone();
         copy.flags_mut().map(|(key, flag)| (key, *flag))
     }

@@ -18,6 +18,7 @@ use crate::relabel;
 use burn::backend::Flex;
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::{Bytes, DType, Shape};
+use burnacc_kernels::batch_norm::BatchNormKernel;
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, read_seed};
 use burnacc_kernels::dcn::DcnKernel;
 use burnacc_kernels::gelu::GeluKernel;
@@ -31,6 +32,10 @@ use burnacc_kernels::window_process::WindowProcessKernel;
 use std::borrow::Cow;
 
 impl WindowProcessKernel for CpuFlex {}
+
+/// The batch norm's plain-Burn reference on Flex, as one autodiff node with the analytic
+/// backward (no CPU loops of its own yet).
+impl BatchNormKernel for CpuFlex {}
 
 /// NMS selects on the host, as on Flex.
 impl NmsKernel for CpuFlex {}

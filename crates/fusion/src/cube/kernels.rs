@@ -8,6 +8,7 @@ use crate::relabel;
 use burn::tensor::ops::{DeformConv2dBackward, DeformConvOptions};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
+use burnacc_kernels::batch_norm::BatchNormKernel;
 use burnacc_kernels::bias_dropout_add::BiasDropoutAddKernel;
 use burnacc_kernels::dcn::DcnKernel;
 use burnacc_kernels::gelu::GeluKernel;
@@ -41,6 +42,15 @@ impl<R: CubeRuntime> LayerNormKernel for CubeAcc<R> {
         CubeInner::<R>::fused_layer_norm_backward(x, gamma, grad_out, mean, rstd)
     }
 }
+
+/// The batch norm's plain-Burn reference (run eagerly inside the fused op) as one autodiff node
+/// with the analytic backward, not yet `CubeBackend`'s kernels. Each kernel equals the
+/// reference on its inputs, and a ResNet-18 trained with either kernel beside the other's
+/// reference tracks `eager`; trained with both (or with the kernel forward and the reference
+/// backward recorded through this fusion runtime) it drifted from `eager` on lavapipe: 1 % in
+/// the loss at the 7th step, where every other stack agrees to 1e-5. Until that is understood
+/// the acc stacks run the reference.
+impl<R: CubeRuntime> BatchNormKernel for CubeAcc<R> {}
 
 impl<R: CubeRuntime> GeluKernel for CubeAcc<R> {
     fn fused_quick_gelu(x: T<R>) -> T<R> {

@@ -69,6 +69,10 @@ impl<B: BatchNormKernel, C: CheckpointStrategy> BatchNormKernel for Autodiff<B, 
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
         let nodes = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
         let detached = <Self as AutodiffBackend>::from_inner;
+        // The inner backend's forward on the values.
+        let inner = |x: FloatTensor<Self>, gamma: FloatTensor<Self>, beta: FloatTensor<Self>| {
+            B::fused_batch_norm_with_stats(x.primitive, gamma.primitive, beta.primitive, eps, relu)
+        };
         match FusedBatchNormBackward
             .prepare::<C>(nodes)
             .compute_bound()
@@ -77,25 +81,13 @@ impl<B: BatchNormKernel, C: CheckpointStrategy> BatchNormKernel for Autodiff<B, 
             OpsKind::Tracked(mut prep) => {
                 let x_id = prep.checkpoint(&x);
                 let gamma_id = prep.checkpoint(&gamma);
-                let (y, mean, rstd) = B::fused_batch_norm_with_stats(
-                    x.primitive,
-                    gamma.primitive,
-                    beta.primitive,
-                    eps,
-                    relu,
-                );
+                let (y, mean, rstd) = inner(x, gamma, beta);
                 let relu_output = relu.then(|| y.clone());
                 let state = (x_id, gamma_id, mean.clone(), rstd.clone(), relu_output);
                 (prep.finish(state, y), detached(mean), detached(rstd))
             }
             OpsKind::UnTracked(prep) => {
-                let (y, mean, rstd) = B::fused_batch_norm_with_stats(
-                    x.primitive,
-                    gamma.primitive,
-                    beta.primitive,
-                    eps,
-                    relu,
-                );
+                let (y, mean, rstd) = inner(x, gamma, beta);
                 (prep.finish(y), detached(mean), detached(rstd))
             }
         }

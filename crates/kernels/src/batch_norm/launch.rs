@@ -5,6 +5,7 @@ use burn::cubecl::CubeDim;
 use burn::cubecl::server::CubeCountSelection;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
+use burn_cubecl::ops::numeric::zeros_client;
 use burn_cubecl::ops::reshape;
 use burn_cubecl::tensor::CubeTensor;
 
@@ -186,10 +187,21 @@ pub fn batch_norm_backward_cube<R: CubeRuntime>(
     let grad_out = as_channels(grad_out);
     let relu = relu_output.is_some();
     let y = relu_output.map_or_else(|| x.clone(), as_channels);
+    assert_eq!(
+        y.meta.shape(),
+        x.meta.shape(),
+        "batch_norm: relu_output must have the input's shape"
+    );
     let dims = x.meta.shape().as_slice().to_vec();
     let channels = dims[1];
     let dtype = x.dtype;
     assert_channel_vector("gamma", &gamma, channels, dtype);
+    for (name, tensor) in [("grad_out", &grad_out), ("relu_output", &y)] {
+        assert_eq!(
+            tensor.dtype, dtype,
+            "batch_norm: {name} must have the dtype of x"
+        );
+    }
     for (name, stat) in [("mean", &mean), ("rstd", &rstd)] {
         assert_eq!(
             (stat.meta.shape().as_slice(), stat.dtype),
@@ -197,12 +209,21 @@ pub fn batch_norm_backward_cube<R: CubeRuntime>(
             "batch_norm: {name} must be f32 [C] = [{channels}]"
         );
     }
-    let param_grad = || empty_like(&x, Shape::new([channels]), dtype);
-    let (dgamma, dbeta) = (param_grad(), param_grad());
     let dx = empty_like(&x, Shape::from(dims.clone()), dtype);
     if channels == 0 || dims[0] * dims[2] == 0 {
-        return (reshape(dx, shape), dgamma, dbeta);
+        // No elements: the parameter gradients are sums over nothing.
+        let zeros = || {
+            zeros_client(
+                x.client.clone(),
+                x.device.clone(),
+                Shape::new([channels]),
+                dtype,
+            )
+        };
+        return (reshape(dx, shape), zeros(), zeros());
     }
+    let param_grad = || empty_like(&x, Shape::new([channels]), dtype);
+    let (dgamma, dbeta) = (param_grad(), param_grad());
 
     let (partials, splits) = channel_partial_sums(&x, &grad_out, &y, &mean, true, relu);
     let sums = empty_like(&x, Shape::new([channels * 2]), DType::F32);

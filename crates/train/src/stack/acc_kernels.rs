@@ -14,9 +14,10 @@ use burn::tensor::ops::{FloatTensor, IntTensor};
 use burnacc_amp::optim::{AdamStep, SgdStep};
 use burnacc_backend::Acc;
 use burnacc_backend::routes::{
-    BiasDropoutAdd, BiasGelu, LayerNorm, QuickGelu, Route, RouteGuard, WindowProcess,
+    BatchNorm, BiasDropoutAdd, BiasGelu, LayerNorm, QuickGelu, Route, RouteGuard, WindowProcess,
     WindowProcessReverse, WindowSoftmax, install, installed,
 };
+use burnacc_kernels::batch_norm::BatchNormKernel;
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, dropout_seed};
 use burnacc_kernels::gelu::GeluKernel;
 use burnacc_kernels::layer_norm::LayerNormKernel;
@@ -163,6 +164,22 @@ fn acc_bias_dropout_add<K: BiasDropoutAddKernel>(
     K::fused_bias_dropout_add(x, Some(bias), residual, p, seed)
 }
 
+/// A training-mode batch norm (+ ReLU) as `K`'s fused op, for a model on `Acc<K>`: one graph
+/// node with the fused backward; `(y, mean, rstd)`.
+fn acc_batch_norm<K: BatchNormKernel>(
+    x: FloatTensor<Acc<K>>,
+    gamma: FloatTensor<Acc<K>>,
+    beta: FloatTensor<Acc<K>>,
+    epsilon: f64,
+    relu: bool,
+) -> (
+    FloatTensor<Acc<K>>,
+    FloatTensor<Acc<K>>,
+    FloatTensor<Acc<K>>,
+) {
+    K::fused_batch_norm_with_stats(x, gamma, beta, epsilon, relu)
+}
+
 /// Swin's shift + pad + partition as `K`'s fused op, for a model on `Acc<K>`.
 fn acc_window_process<K: WindowProcessKernel>(
     x: FloatTensor<Acc<K>>,
@@ -270,7 +287,12 @@ impl StackTask for InstallKernels<'_> {
 /// Every fused kernel burnacc can run under `Acc<A>`, `A` being the stack's autodiff
 /// backend, over the compute backend `K` the optimizer updates parameters on (`Acc<K>`).
 pub trait AccKernels:
-    GeluKernel + BiasDropoutAddKernel + WindowProcessKernel + SwinAttentionKernel + LayerNormKernel
+    GeluKernel
+    + BiasDropoutAddKernel
+    + WindowProcessKernel
+    + SwinAttentionKernel
+    + LayerNormKernel
+    + BatchNormKernel
 {
 }
 
@@ -280,6 +302,7 @@ impl<A> AccKernels for A where
         + WindowProcessKernel
         + SwinAttentionKernel
         + LayerNormKernel
+        + BatchNormKernel
 {
 }
 
@@ -298,6 +321,9 @@ where
     };
     on(kernels.layer_norm, || {
         install::<LayerNorm, Acc<A>>(fused_layer_norm::<A>)
+    });
+    on(kernels.batch_norm, || {
+        install::<BatchNorm, Acc<A>>(acc_batch_norm::<A>)
     });
     on(kernels.adam, || install::<AdamStep, Acc<K>>(acc_adam::<K>));
     on(kernels.sgd, || install::<SgdStep, Acc<K>>(acc_sgd::<K>));
@@ -324,9 +350,10 @@ where
 
 /// The routes' keys, checked against the recipe's: a route whose key the recipe lacks would be
 /// reported under a name the user cannot set.
-pub fn route_keys() -> [&'static str; 9] {
+pub fn route_keys() -> [&'static str; 10] {
     [
         LayerNorm::KEY,
+        BatchNorm::KEY,
         AdamStep::KEY,
         SgdStep::KEY,
         BiasGelu::KEY,

@@ -30,6 +30,7 @@ mod tier2 {
 mod tier3 {
     mod accumulate;
     mod amp_training;
+    mod batch_norm_route;
     mod checkpoint_training;
     mod corrupt_images;
     mod curves;

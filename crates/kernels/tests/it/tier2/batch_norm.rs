@@ -21,6 +21,8 @@ use burnacc_tests::tolerance::{FUSED_F16_STORAGE, FUSED_F32_FORWARD, FUSED_F32_G
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+// `Rows::tensor`: a tensor of the given dims holding f32 values.
+use crate::common::Case as Rows;
 use crate::common::{prim, rel_err, wrap};
 
 type Cube = CubeBackend<WgpuRuntime, f32, i32, u32>;
@@ -53,14 +55,6 @@ impl Case {
             grad_out: uniform(numel, -1.0, 1.0),
         }
     }
-
-    fn tensor<B: Backend, const D: usize>(
-        values: &[f32],
-        dims: &[usize],
-        device: &B::Device,
-    ) -> Tensor<B, D> {
-        Tensor::from_data(TensorData::new(values.to_vec(), dims.to_vec()), device)
-    }
 }
 
 /// `burn::nn::BatchNorm` in training mode with the case's parameters: `(y, dx, dgamma, dbeta)`
@@ -69,14 +63,14 @@ fn burn_batch_norm<const D: usize>(case: &Case, relu_after: bool) -> [TensorData
     let cpu = Default::default();
     let channels = case.dims[1];
     let mut module: BatchNorm<Ref> = BatchNormConfig::new(channels).with_epsilon(EPS).init(&cpu);
-    module.gamma = Param::from_tensor(Case::tensor(&case.gamma, &[channels], &cpu));
-    module.beta = Param::from_tensor(Case::tensor(&case.beta, &[channels], &cpu));
-    let x = Case::tensor::<Ref, D>(&case.x, &case.dims, &cpu).require_grad();
+    module.gamma = Param::from_tensor(Rows::tensor(&case.gamma, &[channels], &cpu));
+    module.beta = Param::from_tensor(Rows::tensor(&case.beta, &[channels], &cpu));
+    let x = Rows::tensor::<Ref, D>(&case.x, &case.dims, &cpu).require_grad();
     let mut y = module.forward(x.clone());
     if relu_after {
         y = relu(y);
     }
-    let grad_out = Case::tensor::<Ref, D>(&case.grad_out, &case.dims, &cpu);
+    let grad_out = Rows::tensor::<Ref, D>(&case.grad_out, &case.dims, &cpu);
     let grads = (y.clone() * grad_out).sum().backward();
     [
         y.into_data(),
@@ -106,17 +100,17 @@ fn fused_errors<const D: usize>(case: &Case, dtype: DType, relu: bool, strided: 
                 let n = i / (inner * h_size * c_size);
                 swapped[((n * h_size + h) * c_size + c) * inner + rest] = v;
             }
-            Case::tensor::<Cube, D>(&swapped, &stored, &device).swap_dims(1, 2)
+            Rows::tensor::<Cube, D>(&swapped, &stored, &device).swap_dims(1, 2)
         } else {
-            Case::tensor::<Cube, D>(values, &case.dims, &device)
+            Rows::tensor::<Cube, D>(values, &case.dims, &device)
         }
         .cast(dtype)
     };
     let channels = [case.dims[1]];
     let x = upload(&case.x);
     let grad_out = upload(&case.grad_out);
-    let gamma = Case::tensor::<Cube, 1>(&case.gamma, &channels, &device).cast(dtype);
-    let beta = Case::tensor::<Cube, 1>(&case.beta, &channels, &device).cast(dtype);
+    let gamma = Rows::tensor::<Cube, 1>(&case.gamma, &channels, &device).cast(dtype);
+    let beta = Rows::tensor::<Cube, 1>(&case.beta, &channels, &device).cast(dtype);
 
     let forward_before = batch_norm_forward_launches();
     let (y, mean, rstd) =
@@ -247,6 +241,25 @@ fn fused_f16_storage() {
     }
 }
 
+/// An empty batch launches nothing and yields zero parameter gradients.
+#[test]
+fn fused_f32_empty_batch() {
+    let device = WgpuDevice::default();
+    let x = Tensor::<Cube, 4>::zeros([0, 3, 4, 4], &device);
+    let gamma = Tensor::<Cube, 1>::ones([3], &device);
+    let beta = Tensor::<Cube, 1>::zeros([3], &device);
+    let (y, mean, rstd) =
+        batch_norm_forward_cube(prim(x.clone()), prim(gamma.clone()), prim(beta), EPS, false);
+    assert_eq!(wrap::<Cube, 4>(y).dims(), [0, 3, 4, 4]);
+    let (dx, dgamma, dbeta) =
+        batch_norm_backward_cube(prim(x.clone()), prim(gamma), prim(x), mean, rstd, None);
+    assert_eq!(wrap::<Cube, 4>(dx).dims(), [0, 3, 4, 4]);
+    for grad in [dgamma, dbeta] {
+        let grad: Vec<f32> = wrap::<Cube, 1>(grad).into_data().to_vec().unwrap();
+        assert_eq!(grad, vec![0.0; 3]);
+    }
+}
+
 /// The plain-Burn reference agrees with `burn::nn::BatchNorm` forward and backward, with and
 /// without a ReLU, to f64 precision.
 #[test]
@@ -255,10 +268,10 @@ fn reference_matches_burn_batch_norm() {
         let case = Case::new(&[3, 4, 5, 6], 1.0, 31);
         let cpu = Default::default();
         let channels = [case.dims[1]];
-        let x = Case::tensor::<NdArray<f64>, 4>(&case.x, &case.dims, &cpu);
-        let gamma = Case::tensor::<NdArray<f64>, 1>(&case.gamma, &channels, &cpu);
-        let beta = Case::tensor::<NdArray<f64>, 1>(&case.beta, &channels, &cpu);
-        let grad_out = Case::tensor::<NdArray<f64>, 4>(&case.grad_out, &case.dims, &cpu);
+        let x = Rows::tensor::<NdArray<f64>, 4>(&case.x, &case.dims, &cpu);
+        let gamma = Rows::tensor::<NdArray<f64>, 1>(&case.gamma, &channels, &cpu);
+        let beta = Rows::tensor::<NdArray<f64>, 1>(&case.beta, &channels, &cpu);
+        let grad_out = Rows::tensor::<NdArray<f64>, 4>(&case.grad_out, &case.dims, &cpu);
         let (y, mean, rstd) = batch_norm_reference(x.clone(), gamma.clone(), beta, EPS, relu_after);
         let relu_output = relu_after.then(|| y.clone());
         let (dx, dgamma, dbeta) =
@@ -287,10 +300,10 @@ fn autodiff_batch_norm<B: BatchNormKernel, const D: usize>(
     device: &B::Device,
 ) -> [TensorData; 6] {
     let channels = [case.dims[1]];
-    let x = Case::tensor::<Autodiff<B>, D>(&case.x, &case.dims, device).require_grad();
-    let gamma = Case::tensor::<Autodiff<B>, 1>(&case.gamma, &channels, device).require_grad();
-    let beta = Case::tensor::<Autodiff<B>, 1>(&case.beta, &channels, device).require_grad();
-    let grad_out = Case::tensor::<Autodiff<B>, D>(&case.grad_out, &case.dims, device);
+    let x = Rows::tensor::<Autodiff<B>, D>(&case.x, &case.dims, device).require_grad();
+    let gamma = Rows::tensor::<Autodiff<B>, 1>(&case.gamma, &channels, device).require_grad();
+    let beta = Rows::tensor::<Autodiff<B>, 1>(&case.beta, &channels, device).require_grad();
+    let grad_out = Rows::tensor::<Autodiff<B>, D>(&case.grad_out, &case.dims, device);
     let (y, mean, var) = batch_norm(x.clone(), gamma.clone(), beta.clone(), EPS, relu);
     let grads = (y.clone() * grad_out).sum().backward();
     [

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
+mod collect;
 mod recipes;
+pub use collect::Collect;
 pub use recipes::{tiny_recipe, tiny_swin, tiny_swin_text};
 
 use burnacc_train::trainer::RunSummary;

@@ -3,10 +3,8 @@
 
 use burn::backend::Autodiff;
 use burn::backend::flex::Flex;
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
-use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use burnacc_backend::autocast::autocast;
 use burnacc_checkpoint::{CheckpointBackend, CheckpointTape};
@@ -15,35 +13,7 @@ use burnacc_tests::rng::HostRng;
 use burnacc_train::stack::CpuAccBackend;
 use burnacc_train::trainer::forward_selected;
 
-/// Every float tensor of the model (parameters and running statistics) and every parameter
-/// gradient, flattened to f32, in visiting order.
-struct Collect<'a> {
-    grads: &'a mut GradientsParams,
-    values: Vec<Vec<f32>>,
-    gradients: Vec<Vec<f32>>,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let tensor = param.val();
-        if let Some(grad) = self.grads.remove::<B::InnerBackend, D>(param.id) {
-            self.gradients.push(
-                grad.cast(burn::tensor::DType::F32)
-                    .into_data()
-                    .to_vec()
-                    .unwrap(),
-            );
-        }
-        self.values.push(
-            tensor
-                .inner()
-                .cast(burn::tensor::DType::F32)
-                .into_data()
-                .to_vec()
-                .unwrap(),
-        );
-    }
-}
+use crate::common::Collect;
 
 /// Deterministic values in [-1, 1), from the host (tests run in parallel and share the
 /// backend's RNG).
@@ -82,11 +52,7 @@ fn step<B: CheckpointBackend>(
     assert_eq!(tape.len(), expected);
     let value = loss.clone().into_data().iter::<f32>().next().unwrap();
     let mut grads = tape.backward(loss, &model);
-    let mut collect = Collect {
-        grads: &mut grads,
-        values: Vec::new(),
-        gradients: Vec::new(),
-    };
+    let mut collect = Collect::new(&mut grads);
     model.visit(&mut collect);
     (value, collect.gradients, collect.values)
 }
