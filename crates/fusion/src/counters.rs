@@ -59,6 +59,10 @@ pub static CONV2D_WEIGHT_BACKWARD: Counter = Counter::new("cpu_conv2d_weight_bac
 pub static LAYER_NORM_FORWARD: Counter = Counter::new("cpu_layer_norm_forward");
 /// LayerNorm backwards (dx, dgamma, dbeta) run as one pass per row.
 pub static LAYER_NORM_BACKWARD: Counter = Counter::new("cpu_layer_norm_backward");
+/// Batch-norm forwards (with their statistics and the ReLU after them) run as two passes.
+pub static BATCH_NORM_FORWARD: Counter = Counter::new("cpu_batch_norm_forward");
+/// Batch-norm backwards (dx, dgamma, dbeta) run as two passes.
+pub static BATCH_NORM_BACKWARD: Counter = Counter::new("cpu_batch_norm_backward");
 /// Bias + GELU and QuickGELU forwards run as one pass.
 pub static GELU_FORWARD: Counter = Counter::new("cpu_gelu_forward");
 /// Bias + GELU and QuickGELU backwards (with the bias gradient) run as one pass.

@@ -72,9 +72,9 @@ pub struct KernelsSection {
     /// LayerNorm: one autodiff node with a fused backward; CubeCL kernels on CubeCL devices.
     pub layer_norm: bool,
     /// A model's training-mode batch norm (ResNet's `BatchNorm`, with the ReLU that follows it
-    /// where there is one) runs as one fused op each way: per-channel statistics, normalise
-    /// and affine forward; parameter and input gradients backward
-    /// (`burnacc_backend::fused::batch_norm`); CubeCL kernels on CubeCL devices.
+    /// where there is one) runs as one autodiff node with the analytic backward
+    /// (`burnacc_backend::fused::batch_norm`): three CubeCL kernels each way on CubeCL devices,
+    /// two multi-threaded passes each way on the CPU.
     pub batch_norm: bool,
     /// Adam/AdamW steps run as one multi-tensor update (`burnacc_kernels::optim`): CubeCL
     /// kernels a few launches per step on CubeCL devices, one fused loop per tensor on the CPU.

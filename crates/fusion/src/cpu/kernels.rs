@@ -7,6 +7,7 @@
 
 use super::CpuFlex;
 use crate::counters;
+use crate::kernels::batch_norm::{ChannelLayout, batch_norm_backward, batch_norm_forward};
 use crate::kernels::bias_dropout_add::{bias_dropout_add_backward, bias_dropout_add_forward};
 use crate::kernels::contiguous::contiguous;
 use crate::kernels::gelu::{
@@ -32,10 +33,6 @@ use burnacc_kernels::window_process::WindowProcessKernel;
 use std::borrow::Cow;
 
 impl WindowProcessKernel for CpuFlex {}
-
-/// The batch norm's plain-Burn reference on Flex, as one autodiff node with the analytic
-/// backward (no CPU loops of its own yet).
-impl BatchNormKernel for CpuFlex {}
 
 /// NMS selects on the host, as on Flex.
 impl NmsKernel for CpuFlex {}
@@ -128,6 +125,97 @@ impl LayerNormKernel for CpuFlex {
             tensor(dx, shape),
             tensor(dgamma, vector.clone()),
             tensor(dbeta, vector),
+        )
+    }
+}
+
+/// `x: [N, C, ...]` as the channel layout of its row-major elements.
+fn channel_layout(x: &FlexTensor) -> ChannelLayout {
+    let dims = x.layout().shape().as_slice();
+    assert!(
+        dims.len() >= 2,
+        "batch_norm: the input must be [N, C, ...], got shape {dims:?}"
+    );
+    ChannelLayout {
+        batch: dims[0],
+        channels: dims[1],
+        spatial: dims[2..].iter().product(),
+    }
+}
+
+impl BatchNormKernel for CpuFlex {
+    fn fused_batch_norm_with_stats(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        eps: f64,
+        relu: bool,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        if !all_f32([&x, &gamma, &beta]) {
+            return Flex::fused_batch_norm_with_stats(x, gamma, beta, eps, relu);
+        }
+        counters::BATCH_NORM_FORWARD.bump();
+        let (shape, layout) = (x.layout().shape().clone(), channel_layout(&x));
+        let (y, mean, rstd) = batch_norm_forward(
+            &values(&x),
+            &values(&gamma),
+            &values(&beta),
+            layout,
+            eps as f32,
+            relu,
+        );
+        let channels = Shape::new([layout.channels]);
+        (
+            tensor(y, shape),
+            tensor(mean, channels.clone()),
+            tensor(rstd, channels),
+        )
+    }
+
+    fn fused_batch_norm_backward(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        grad_out: FlexTensor,
+        mean: FlexTensor,
+        rstd: FlexTensor,
+        relu_output: Option<FlexTensor>,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        if !all_f32(
+            [&x, &gamma, &grad_out, &mean, &rstd]
+                .into_iter()
+                .chain(&relu_output),
+        ) {
+            return Flex::fused_batch_norm_backward(x, gamma, grad_out, mean, rstd, relu_output);
+        }
+        counters::BATCH_NORM_BACKWARD.bump();
+        let (shape, layout) = (x.layout().shape().clone(), channel_layout(&x));
+        assert_eq!(
+            grad_out.layout().shape(),
+            &shape,
+            "batch_norm: grad_out must have the input's shape"
+        );
+        let relu_output = relu_output.map(|y| {
+            assert_eq!(
+                y.layout().shape(),
+                &shape,
+                "batch_norm: relu_output must have the input's shape"
+            );
+            values(&y).into_owned()
+        });
+        let (dx, dgamma, dbeta) = batch_norm_backward(
+            &values(&x),
+            &values(&gamma),
+            &values(&grad_out),
+            &values(&mean),
+            &values(&rstd),
+            relu_output.as_deref(),
+            layout,
+        );
+        let channels = Shape::new([layout.channels]);
+        (
+            tensor(dx, shape),
+            tensor(dgamma, channels.clone()),
+            tensor(dbeta, channels),
         )
     }
 }

@@ -43,14 +43,28 @@ impl<R: CubeRuntime> LayerNormKernel for CubeAcc<R> {
     }
 }
 
-/// The batch norm's plain-Burn reference (run eagerly inside the fused op) as one autodiff node
-/// with the analytic backward, not yet `CubeBackend`'s kernels. Each kernel equals the
-/// reference on its inputs, and a ResNet-18 trained with either kernel beside the other's
-/// reference tracks `eager`; trained with both (or with the kernel forward and the reference
-/// backward recorded through this fusion runtime) it drifted from `eager` on lavapipe: 1 % in
-/// the loss at the 7th step, where every other stack agrees to 1e-5. Until that is understood
-/// the acc stacks run the reference.
-impl<R: CubeRuntime> BatchNormKernel for CubeAcc<R> {}
+impl<R: CubeRuntime> BatchNormKernel for CubeAcc<R> {
+    fn fused_batch_norm_with_stats(
+        x: T<R>,
+        gamma: T<R>,
+        beta: T<R>,
+        eps: f64,
+        relu: bool,
+    ) -> (T<R>, T<R>, T<R>) {
+        CubeInner::<R>::fused_batch_norm_with_stats(x, gamma, beta, eps, relu)
+    }
+
+    fn fused_batch_norm_backward(
+        x: T<R>,
+        gamma: T<R>,
+        grad_out: T<R>,
+        mean: T<R>,
+        rstd: T<R>,
+        relu_output: Option<T<R>>,
+    ) -> (T<R>, T<R>, T<R>) {
+        CubeInner::<R>::fused_batch_norm_backward(x, gamma, grad_out, mean, rstd, relu_output)
+    }
+}
 
 impl<R: CubeRuntime> GeluKernel for CubeAcc<R> {
     fn fused_quick_gelu(x: T<R>) -> T<R> {

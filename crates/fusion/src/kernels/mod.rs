@@ -1,5 +1,6 @@
 //! burnacc's CPU kernels over Flex's buffers.
 
+pub mod batch_norm;
 pub mod bias_dropout_add;
 pub mod binary;
 pub mod contiguous;

