@@ -194,14 +194,15 @@ impl BatchNormKernel for CpuFlex {
             &shape,
             "batch_norm: grad_out must have the input's shape"
         );
-        let relu_output = relu_output.map(|y| {
+        if let Some(y) = &relu_output {
             assert_eq!(
                 y.layout().shape(),
                 &shape,
                 "batch_norm: relu_output must have the input's shape"
             );
-            values(&y).into_owned()
-        });
+        }
+        // Borrowed when contiguous, as every other input: no copy of the activation.
+        let relu_output = relu_output.as_ref().map(values);
         let (dx, dgamma, dbeta) = batch_norm_backward(
             &values(&x),
             &values(&gamma),
