@@ -238,6 +238,12 @@ pub const FUSED_ELEMENTWISE_F32: f64 = 2e-6;
 /// 2e-3 allows four of them.
 pub const FUSED_ELEMENTWISE_F16: f64 = 2e-3;
 
+/// A hand-written backward against Burn's autodiff of the same op's decomposition, both on
+/// `NdArray<f64>` (the softmax node's `dx = y ⊙ (dy − Σ dy ⊙ y)` against the five recorded
+/// ops), relative to the largest reference value: the same maths in a different order, a few
+/// f64 roundings (ε = 2.2e-16) of values of order one.
+pub const ANALYTIC_BACKWARD_F64: f64 = 1e-12;
+
 /// A fused kernel with f16 storage (computing in f32) against a reference fed the original
 /// f32 inputs (LayerNorm's outputs and gradients; bias + dropout + add on CubeCL and on Flex):
 /// the f16 rounding of every input enters as well as that of the output, and LayerNorm

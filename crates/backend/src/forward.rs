@@ -365,7 +365,7 @@ impl<B: Backend> ActivationOps<Self> for Acc<B> {
     op!(330, promote[output, grad][][], fn sigmoid_backward(output: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> => B::sigmoid_backward(output, grad));
     op!(331, fn hard_sigmoid(tensor: FloatTensor<Self>, alpha: Scalar, beta: Scalar) -> FloatTensor<Self> => B::hard_sigmoid(tensor, alpha, beta));
     op!(332, fn log_sigmoid(tensor: FloatTensor<Self>) -> FloatTensor<Self> => B::log_sigmoid(tensor));
-    op!(333, float32[tensor][][], fn softmax(tensor: FloatTensor<Self>, dim: usize) -> FloatTensor<Self> => B::softmax(tensor, dim));
+    op!(333, float32[tensor][][], fn softmax(tensor: FloatTensor<Self>, dim: usize) -> FloatTensor<Self> => crate::overrides::softmax::<B>(tensor, dim));
     op!(334, float32[tensor][][], fn log_softmax(tensor: FloatTensor<Self>, dim: usize) -> FloatTensor<Self> => B::log_softmax(tensor, dim));
     op!(335, float32[tensor][][], fn softmin(tensor: FloatTensor<Self>, dim: usize) -> FloatTensor<Self> => B::softmin(tensor, dim));
     op!(336, promote[x, grad][][], fn log_sigmoid_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> => B::log_sigmoid_backward(x, grad));

@@ -115,6 +115,15 @@ impl Route for LayerNorm {
         fn(FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, f64) -> FloatTensor<B>;
 }
 
+/// `softmax` of `Acc<A>`: `(x, dim) → softmax(x)` over `dim`, like `x`. Each routed call bumps
+/// the kernel counter `fused_softmax`.
+pub struct Softmax;
+
+impl Route for Softmax {
+    const KEY: &'static str = "kernels.softmax";
+    type Fn<B: Backend> = fn(FloatTensor<B>, usize) -> FloatTensor<B>;
+}
+
 /// [`crate::fused::batch_norm`]: a training-mode batch norm, then a ReLU when asked, `(x,
 /// gamma, beta, epsilon, relu) → (y, mean, rstd)`, with `x: [N, C, ...]`, `gamma`, `beta: [C]`
 /// in the dtype of `x`; `y` like `x`, the batch's `mean` and `rstd = 1 / sqrt(var + epsilon)`

@@ -10,6 +10,8 @@
 //! - [`optim`]: multi-tensor Adam/AdamW and SGD steps, one pass per element over many tensors.
 //! - [`window_process`]: Swin's cyclic shift + pad + window partition (and its reverse), one
 //!   gather each way.
+//! - [`softmax`]: softmax as one autodiff node whose backward is one pass (the window-softmax
+//!   backward of `swin_attention` for the last dimension).
 //! - [`swin_attention`]: Swin's relative-position-bias + mask + softmax, one pass each way.
 //! - [`nms`]: the NMS family of detection models (torchvision's `nms`/`batched_nms`, mmcv's
 //!   legacy-pixel NMS and soft-NMS): the IoU bitmask and the soft-NMS loop on CubeCL devices,
@@ -34,6 +36,7 @@ pub mod layer_norm;
 pub mod multi_apply;
 pub mod nms;
 pub mod optim;
+pub mod softmax;
 pub mod sum_axes;
 pub mod swin_attention;
 pub mod window_process;

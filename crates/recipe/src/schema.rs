@@ -71,6 +71,10 @@ pub struct KernelsSection {
     /// Every `layer_norm` the model calls (Burn's `nn::LayerNorm`) runs burnacc's fused
     /// LayerNorm: one autodiff node with a fused backward; CubeCL kernels on CubeCL devices.
     pub layer_norm: bool,
+    /// Every `softmax` the model calls (Burn's `activation::softmax`: BERT's attention) runs
+    /// as one autodiff node whose backward is one pass, `y ⊙ (dy − Σ dy ⊙ y)`
+    /// (`burnacc_kernels::softmax`), instead of the five ops Burn's autodiff records.
+    pub softmax: bool,
     /// A model's training-mode batch norm (ResNet's `BatchNorm`, with the ReLU that follows it
     /// where there is one) runs as one autodiff node with the analytic backward
     /// (`burnacc_backend::fused::batch_norm`): three CubeCL kernels each way on CubeCL devices,
@@ -157,9 +161,10 @@ impl KernelsSection {
         explicit
     }
 
-    fn flags_mut(&mut self) -> [(&'static str, &mut bool); 9] {
+    fn flags_mut(&mut self) -> [(&'static str, &mut bool); 10] {
         [
             ("kernels.layer_norm", &mut self.layer_norm),
+            ("kernels.softmax", &mut self.softmax),
             ("kernels.batch_norm", &mut self.batch_norm),
             ("kernels.adam", &mut self.adam),
             ("kernels.sgd", &mut self.sgd),
@@ -171,7 +176,7 @@ impl KernelsSection {
         ]
     }
 
-    fn flags(&self) -> [(&'static str, bool); 9] {
+    fn flags(&self) -> [(&'static str, bool); 10] {
         let mut copy = self.clone();
         copy.flags_mut().map(|(key, flag)| (key, *flag))
     }

@@ -2,5 +2,7 @@
 //! signature as the op they replace, called by the generated forwarding after autocast.
 
 mod layer_norm;
+mod softmax;
 
 pub use layer_norm::layer_norm;
+pub use softmax::softmax;

@@ -28,6 +28,7 @@ use burnacc_kernels::nms::NmsKernel;
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
+use burnacc_kernels::softmax::SoftmaxKernel;
 use burnacc_kernels::swin_attention::SwinAttentionKernel;
 use burnacc_kernels::window_process::WindowProcessKernel;
 use std::borrow::Cow;
@@ -354,6 +355,9 @@ impl SwinAttentionKernel for CpuFlex {
         )
     }
 }
+
+/// The softmax node's backward is the window-softmax backward above.
+impl SoftmaxKernel for CpuFlex {}
 
 /// Flex's fused loops: `CpuFlex` and Flex share their tensors, so the groups move across.
 impl MultiTensorOptim for CpuFlex {

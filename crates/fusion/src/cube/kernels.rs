@@ -17,6 +17,7 @@ use burnacc_kernels::nms::{NmsKernel, SoftNmsConfig};
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
+use burnacc_kernels::softmax::SoftmaxKernel;
 use burnacc_kernels::swin_attention::SwinAttentionKernel;
 use burnacc_kernels::window_process::{WindowGeometry, WindowProcessKernel};
 
@@ -118,6 +119,9 @@ impl<R: CubeRuntime> SwinAttentionKernel for CubeAcc<R> {
         CubeInner::<R>::fused_window_softmax_backward(probs, grad_probs)
     }
 }
+
+/// The softmax node's backward is the window-softmax backward above.
+impl<R: CubeRuntime> SoftmaxKernel for CubeAcc<R> {}
 
 impl<R: CubeRuntime> WindowProcessKernel for CubeAcc<R> {
     fn fused_window_process(x: T<R>, geometry: WindowGeometry) -> T<R> {

@@ -106,13 +106,16 @@ pub fn window_softmax_forward_cube<R: CubeRuntime>(
 
 /// Fused softmax backward: `dscores = probs ⊙ (grad_probs − Σ_k grad_probs ⊙ probs)`.
 ///
-/// - `probs`, `grad_probs`: `[windows, heads, n, n]`, same dtype;
+/// - `probs`, `grad_probs`: same shape and dtype, `[windows, heads, n, n]` for the window
+///   softmax; the kernel only reads rows of the last dimension, so any shape works (the
+///   softmax node of `crate::softmax` passes `[1, 1, rows, width]`);
 /// - returns `dscores` shaped and typed like `probs`, computed in f32.
 pub fn window_softmax_backward_cube<R: CubeRuntime>(
     probs: CubeTensor<R>,
     grad_probs: CubeTensor<R>,
 ) -> CubeTensor<R> {
-    let [windows, heads, n, _] = score_dims(&probs);
+    let shape = probs.meta.shape().clone();
+    let n = shape.as_slice().last().copied().unwrap_or(1);
     let dtype = probs.dtype;
     assert_dtype("grad_probs", &grad_probs, dtype);
     assert_eq!(
@@ -122,7 +125,7 @@ pub fn window_softmax_backward_cube<R: CubeRuntime>(
     );
     let probs = into_contiguous(probs);
     let dscores = empty_like(&probs, probs.meta.shape().clone(), dtype);
-    let rows = windows * heads * n;
+    let rows = if n == 0 { 0 } else { shape.num_elements() / n };
     if rows == 0 {
         return dscores;
     }

@@ -16,6 +16,7 @@ mod tier2 {
     mod multi_apply;
     mod multi_tensor_optim;
     mod nms;
+    mod softmax;
     mod swin_attention;
     mod window_process;
 }

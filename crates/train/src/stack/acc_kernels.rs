@@ -14,8 +14,8 @@ use burn::tensor::ops::{FloatTensor, IntTensor};
 use burnacc_amp::optim::{AdamStep, SgdStep};
 use burnacc_backend::Acc;
 use burnacc_backend::routes::{
-    BatchNorm, BiasDropoutAdd, BiasGelu, LayerNorm, QuickGelu, Route, RouteGuard, WindowProcess,
-    WindowProcessReverse, WindowSoftmax, install, installed,
+    BatchNorm, BiasDropoutAdd, BiasGelu, LayerNorm, QuickGelu, Route, RouteGuard, Softmax,
+    WindowProcess, WindowProcessReverse, WindowSoftmax, install, installed,
 };
 use burnacc_kernels::batch_norm::BatchNormKernel;
 use burnacc_kernels::bias_dropout_add::{BiasDropoutAddKernel, dropout_seed};
@@ -24,6 +24,7 @@ use burnacc_kernels::layer_norm::LayerNormKernel;
 use burnacc_kernels::optim::{
     AdamGroup, AdamHyper, AdamUpdate, MultiTensorOptim, SgdGroup, SgdHyper, SgdUpdate,
 };
+use burnacc_kernels::softmax::SoftmaxKernel;
 use burnacc_kernels::swin_attention::SwinAttentionKernel;
 use burnacc_kernels::window_process::{WindowGeometry, WindowProcessKernel};
 
@@ -291,6 +292,7 @@ pub trait AccKernels:
     + BiasDropoutAddKernel
     + WindowProcessKernel
     + SwinAttentionKernel
+    + SoftmaxKernel
     + LayerNormKernel
     + BatchNormKernel
 {
@@ -301,6 +303,7 @@ impl<A> AccKernels for A where
         + BiasDropoutAddKernel
         + WindowProcessKernel
         + SwinAttentionKernel
+        + SoftmaxKernel
         + LayerNormKernel
         + BatchNormKernel
 {
@@ -321,6 +324,9 @@ where
     };
     on(kernels.layer_norm, || {
         install::<LayerNorm, Acc<A>>(fused_layer_norm::<A>)
+    });
+    on(kernels.softmax, || {
+        install::<Softmax, Acc<A>>(A::fused_softmax)
     });
     on(kernels.batch_norm, || {
         install::<BatchNorm, Acc<A>>(acc_batch_norm::<A>)
@@ -350,9 +356,10 @@ where
 
 /// The routes' keys, checked against the recipe's: a route whose key the recipe lacks would be
 /// reported under a name the user cannot set.
-pub fn route_keys() -> [&'static str; 10] {
+pub fn route_keys() -> [&'static str; 11] {
     [
         LayerNorm::KEY,
+        Softmax::KEY,
         BatchNorm::KEY,
         AdamStep::KEY,
         SgdStep::KEY,

@@ -43,6 +43,7 @@ mod tier3 {
     mod optimizer_kernels;
     mod profile_trace;
     mod resume;
+    mod softmax_route;
     mod swin_kernel_routes;
     mod swin_training;
     mod text_training;

@@ -244,7 +244,10 @@ fn kernel_keys_need_mode_acc() {
         &error_of("", &["backend.mode=eager", "kernels.layer_norm=true"]),
         "kernels.layer_norm",
     );
-    assert_names(&error_of("", &["kernels.softmax=true"]), "kernels.softmax");
+    assert_names(
+        &error_of("", &["kernels.flash_attention=true"]),
+        "kernels.flash_attention",
+    );
     let r = parse_recipe("[kernels]\nlayer_norm = true\n", Path::new("ok.toml"), &[]).unwrap();
     assert!(r.kernels.layer_norm);
 }
