@@ -56,8 +56,8 @@ pub trait SoftmaxKernel: SwinAttentionKernel {
             return y;
         }
         if dim + 1 == rank {
-            // The kernel takes `[windows, heads, n, n]` but only reads rows of `n`: any row
-            // count fits as `[1, 1, rows, n]`.
+            // The window-softmax backward reads rows of `n` (its plain-Burn reference takes
+            // 4-D tensors): any row count fits as `[1, 1, rows, n]`.
             let width = shape[rank - 1];
             let rows = Shape::new([1, 1, shape.num_elements() / width, width]);
             let dx = Self::fused_window_softmax_backward(

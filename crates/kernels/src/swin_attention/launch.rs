@@ -124,7 +124,7 @@ pub fn window_softmax_backward_cube<R: CubeRuntime>(
         "window_softmax_backward: grad_probs must have the shape of probs"
     );
     let probs = into_contiguous(probs);
-    let dscores = empty_like(&probs, probs.meta.shape().clone(), dtype);
+    let dscores = empty_like(&probs, shape.clone(), dtype);
     let rows = if n == 0 { 0 } else { shape.num_elements() / n };
     if rows == 0 {
         return dscores;

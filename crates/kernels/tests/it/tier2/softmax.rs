@@ -11,9 +11,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 use burnacc_kernels::softmax::{SoftmaxKernel, softmax};
 use burnacc_kernels::swin_attention::window_softmax_backward_launches;
+use burnacc_tests::rng::HostRng;
 use burnacc_tests::tolerance::{ANALYTIC_BACKWARD_F64, FUSED_ELEMENTWISE_F32};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 use crate::common::rel_err;
 
@@ -56,11 +55,6 @@ const CASES: [Case; 4] = [
     },
 ];
 
-fn uniform(n: usize, seed: u64, bound: f32) -> Vec<f32> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    (0..n).map(|_| rng.random_range(-bound..bound)).collect()
-}
-
 /// `(y, dx)` of `sum(softmax(x) ⊙ w)` on `B`, through the node (`fused`) or Burn's softmax.
 fn value_and_gradient<B: AutodiffBackend + SoftmaxKernel>(
     case: &Case,
@@ -69,14 +63,20 @@ fn value_and_gradient<B: AutodiffBackend + SoftmaxKernel>(
 ) -> (TensorData, TensorData) {
     let n = case.dims.iter().product();
     // Logits in [-4, 4]: rows with a clear maximum and others nearly flat.
-    let x = Tensor::<B, 4>::from_data(TensorData::new(uniform(n, 1, 4.0), case.dims), device)
-        .require_grad();
+    let x = Tensor::<B, 4>::from_data(
+        TensorData::new(HostRng::new(1).uniform_vec(n, -4.0, 4.0), case.dims),
+        device,
+    )
+    .require_grad();
     let input = if case.transposed {
         x.clone().swap_dims(2, 3)
     } else {
         x.clone()
     };
-    let w = Tensor::<B, 4>::from_data(TensorData::new(uniform(n, 2, 1.0), input.dims()), device);
+    let w = Tensor::<B, 4>::from_data(
+        TensorData::new(HostRng::new(2).uniform_vec(n, -1.0, 1.0), input.dims()),
+        device,
+    );
     let y = if fused {
         softmax(input, case.dim)
     } else {
@@ -96,7 +96,7 @@ fn the_node_equals_burns_softmax_on_the_f64_reference() {
     for case in &CASES {
         let (y, dx) = value_and_gradient::<Ref>(case, true, &device);
         let (y_ref, dx_ref) = value_and_gradient::<Ref>(case, false, &device);
-        let errs = [rel_err(y, y_ref), rel_err(dx, dx_ref.clone())];
+        let errs = [rel_err(y, y_ref), rel_err(dx, dx_ref)];
         println!("{:?} dim {}: {errs:?}", case.dims, case.dim);
         assert!(
             errs.iter().all(|&e| e <= ANALYTIC_BACKWARD_F64),

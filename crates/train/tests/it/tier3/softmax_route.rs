@@ -16,20 +16,21 @@ use burnacc_tests::tolerance::FUSED_ELEMENTWISE_F32;
 use burnacc_train::recipe::{DeviceSpec, KernelsSection, Mode};
 use burnacc_train::stack::{CpuAccBackend, Stack, WgpuAccBackend, route_kernels};
 
-fn values(n: usize, seed: u64, bound: f32) -> Vec<f32> {
-    let mut rng = HostRng::new(seed);
-    (0..n).map(|_| rng.uniform(-bound, bound)).collect()
-}
-
 /// The two softmaxes' values and the gradient of `sum(softmax(x) ⊙ w)` summed over both, for
 /// attention-shaped scores `x`: over the keys, then over the heads as the last dimension of a
 /// transposed view (a strided input), flattened.
 fn attention_softmaxes<B: AutodiffBackend>(device: &B::Device) -> Vec<Vec<f32>> {
     let shape = [2, 3, 13, 13];
     let n = shape.iter().product();
-    let scores =
-        Tensor::<B, 4>::from_data(TensorData::new(values(n, 1, 4.0), shape), device).require_grad();
-    let w = Tensor::<B, 4>::from_data(TensorData::new(values(n, 2, 1.0), shape), device);
+    let scores = Tensor::<B, 4>::from_data(
+        TensorData::new(HostRng::new(1).uniform_vec(n, -4.0, 4.0), shape),
+        device,
+    )
+    .require_grad();
+    let w = Tensor::<B, 4>::from_data(
+        TensorData::new(HostRng::new(2).uniform_vec(n, -1.0, 1.0), shape),
+        device,
+    );
     let over_keys = softmax(scores.clone(), 3);
     let over_heads = softmax(scores.clone().swap_dims(1, 3), 3).swap_dims(1, 3);
     let loss = (over_keys.clone() * w.clone()).sum() + (over_heads.clone() * w).sum();
