@@ -3,8 +3,11 @@
 //! One launch updates every tensor of a chunk: the tensors arrive as CubeCL sequences, which
 //! are unrolled when the kernel is compiled (one kernel per chunk length and dtype), and the
 //! whole grid sweeps each tensor in turn with a grid-stride loop, so tensors of any size share
-//! one grid. Every tensor is contiguous (the launcher sees to it) and read as a flat array;
-//! arithmetic is in f32 whatever the storage dtype.
+//! one grid. Every tensor is contiguous (the launcher sees to it) and read as a flat array of
+//! vectors of `N` elements, `N` dividing the length of every tensor of the chunk: a unit loads
+//! and stores whole vectors, as Burn's element-wise kernels do (scalar loads made the step
+//! 2.4× slower than Burn's fused element-wise AdamW on lavapipe). Arithmetic is in f32
+//! whatever the storage dtype.
 //!
 //! A skipped step (`found_inf[0] > 0`) writes every input back unchanged, so the outputs are
 //! always fully written and a skipped step is still exact.
@@ -39,17 +42,17 @@ fn skipped(found_inf: &Tensor<f32>, #[comptime] has_found_inf: bool) -> bool {
 ///   the host (`1 − beta2` from an f32 `beta2` would be off by 1e-5 relative).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn adam_multi_tensor_kernel<F: Float>(
-    params: &Sequence<Tensor<F>>,
-    grads: &Sequence<Tensor<F>>,
-    exp_avg: &Sequence<Tensor<F>>,
-    exp_avg_sq: &Sequence<Tensor<F>>,
+pub(crate) fn adam_multi_tensor_kernel<F: Float, N: Size>(
+    params: &Sequence<Tensor<Vector<F, N>>>,
+    grads: &Sequence<Tensor<Vector<F, N>>>,
+    exp_avg: &Sequence<Tensor<Vector<F, N>>>,
+    exp_avg_sq: &Sequence<Tensor<Vector<F, N>>>,
     step_size: &Tensor<f32>,
     bc2_sqrt: &Tensor<f32>,
     found_inf: &Tensor<f32>,
-    new_params: &mut Sequence<Tensor<F>>,
-    new_exp_avg: &mut Sequence<Tensor<F>>,
-    new_exp_avg_sq: &mut Sequence<Tensor<F>>,
+    new_params: &mut Sequence<Tensor<Vector<F, N>>>,
+    new_exp_avg: &mut Sequence<Tensor<Vector<F, N>>>,
+    new_exp_avg_sq: &mut Sequence<Tensor<Vector<F, N>>>,
     flag_offset: u32,
     beta1: f32,
     one_minus_beta1: f32,
@@ -72,26 +75,26 @@ pub(crate) fn adam_multi_tensor_kernel<F: Float>(
         let p_out = new_params.index_mut(t);
         let m_out = new_exp_avg.index_mut(t);
         let v_out = new_exp_avg_sq.index_mut(t);
-        let size = step_size[flag_offset as usize + t];
-        let bc2 = bc2_sqrt[flag_offset as usize + t];
+        let size = Vector::new(step_size[flag_offset as usize + t]);
+        let bc2 = Vector::new(bc2_sqrt[flag_offset as usize + t]);
         let len = p_in.len();
         let mut i = ABSOLUTE_POS;
         while i < len {
-            let p = f32::cast_from(p_in[i]);
-            let m = f32::cast_from(m_in[i]);
-            let v = f32::cast_from(v_in[i]);
             if skip {
-                p_out[i] = F::cast_from(p);
-                m_out[i] = F::cast_from(m);
-                v_out[i] = F::cast_from(v);
+                p_out[i] = p_in[i];
+                m_out[i] = m_in[i];
+                v_out[i] = v_in[i];
             } else {
-                let g = f32::cast_from(g_in[i]) + grad_decay * p;
-                let m_new = beta1 * m + one_minus_beta1 * g;
-                let v_new = beta2 * v + one_minus_beta2 * g * g;
-                let denom = v_new.sqrt() / bc2 + eps;
-                p_out[i] = F::cast_from(p * param_scale - size * m_new / denom);
-                m_out[i] = F::cast_from(m_new);
-                v_out[i] = F::cast_from(v_new);
+                let p = Vector::<f32, N>::cast_from(p_in[i]);
+                let m = Vector::<f32, N>::cast_from(m_in[i]);
+                let v = Vector::<f32, N>::cast_from(v_in[i]);
+                let g = Vector::<f32, N>::cast_from(g_in[i]) + Vector::new(grad_decay) * p;
+                let m_new = Vector::new(beta1) * m + Vector::new(one_minus_beta1) * g;
+                let v_new = Vector::new(beta2) * v + Vector::new(one_minus_beta2) * g * g;
+                let denom = v_new.sqrt() / bc2 + Vector::new(eps);
+                p_out[i] = Vector::cast_from(p * Vector::new(param_scale) - size * m_new / denom);
+                m_out[i] = Vector::cast_from(m_new);
+                v_out[i] = Vector::cast_from(v_new);
             }
             i += stride;
         }
@@ -107,14 +110,14 @@ pub(crate) fn adam_multi_tensor_kernel<F: Float>(
 /// - `found_inf`: f32 `[1]`, read only when `has_found_inf`.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sgd_momentum_multi_tensor_kernel<F: Float>(
-    params: &Sequence<Tensor<F>>,
-    grads: &Sequence<Tensor<F>>,
-    buffers: &Sequence<Tensor<F>>,
+pub(crate) fn sgd_momentum_multi_tensor_kernel<F: Float, N: Size>(
+    params: &Sequence<Tensor<Vector<F, N>>>,
+    grads: &Sequence<Tensor<Vector<F, N>>>,
+    buffers: &Sequence<Tensor<Vector<F, N>>>,
     first: &Tensor<f32>,
     found_inf: &Tensor<f32>,
-    new_params: &mut Sequence<Tensor<F>>,
-    new_buffers: &mut Sequence<Tensor<F>>,
+    new_params: &mut Sequence<Tensor<Vector<F, N>>>,
+    new_buffers: &mut Sequence<Tensor<Vector<F, N>>>,
     flag_offset: u32,
     lr: f32,
     momentum: f32,
@@ -137,23 +140,23 @@ pub(crate) fn sgd_momentum_multi_tensor_kernel<F: Float>(
         let len = p_in.len();
         let mut i = ABSOLUTE_POS;
         while i < len {
-            let p = f32::cast_from(p_in[i]);
-            let b = f32::cast_from(b_in[i]);
             if skip {
-                p_out[i] = F::cast_from(p);
-                b_out[i] = F::cast_from(b);
+                p_out[i] = p_in[i];
+                b_out[i] = b_in[i];
             } else {
-                let g = f32::cast_from(g_in[i]) + weight_decay * p;
+                let p = Vector::<f32, N>::cast_from(p_in[i]);
+                let g = Vector::<f32, N>::cast_from(g_in[i]) + Vector::new(weight_decay) * p;
                 let mut b_new = g;
                 if !starts {
-                    b_new = momentum * b + one_minus_dampening * g;
+                    let b = Vector::<f32, N>::cast_from(b_in[i]);
+                    b_new = Vector::new(momentum) * b + Vector::new(one_minus_dampening) * g;
                 }
                 let mut direction = b_new;
                 if comptime![nesterov] {
-                    direction = g + momentum * b_new;
+                    direction = g + Vector::new(momentum) * b_new;
                 }
-                p_out[i] = F::cast_from(p - lr * direction);
-                b_out[i] = F::cast_from(b_new);
+                p_out[i] = Vector::cast_from(p - Vector::new(lr) * direction);
+                b_out[i] = Vector::cast_from(b_new);
             }
             i += stride;
         }
@@ -162,11 +165,11 @@ pub(crate) fn sgd_momentum_multi_tensor_kernel<F: Float>(
 
 /// Plain SGD (no momentum) over the chunk: `p' = p − lr·(g + wd·p)`.
 #[cube(launch)]
-pub(crate) fn sgd_multi_tensor_kernel<F: Float>(
-    params: &Sequence<Tensor<F>>,
-    grads: &Sequence<Tensor<F>>,
+pub(crate) fn sgd_multi_tensor_kernel<F: Float, N: Size>(
+    params: &Sequence<Tensor<Vector<F, N>>>,
+    grads: &Sequence<Tensor<Vector<F, N>>>,
     found_inf: &Tensor<f32>,
-    new_params: &mut Sequence<Tensor<F>>,
+    new_params: &mut Sequence<Tensor<Vector<F, N>>>,
     lr: f32,
     weight_decay: f32,
     #[comptime] has_found_inf: bool,
@@ -182,12 +185,12 @@ pub(crate) fn sgd_multi_tensor_kernel<F: Float>(
         let len = p_in.len();
         let mut i = ABSOLUTE_POS;
         while i < len {
-            let p = f32::cast_from(p_in[i]);
             if skip {
-                p_out[i] = F::cast_from(p);
+                p_out[i] = p_in[i];
             } else {
-                let g = f32::cast_from(g_in[i]) + weight_decay * p;
-                p_out[i] = F::cast_from(p - lr * g);
+                let p = Vector::<f32, N>::cast_from(p_in[i]);
+                let g = Vector::<f32, N>::cast_from(g_in[i]) + Vector::new(weight_decay) * p;
+                p_out[i] = Vector::cast_from(p - Vector::new(lr) * g);
             }
             i += stride;
         }

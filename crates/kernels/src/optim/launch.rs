@@ -72,11 +72,29 @@ fn chunk_len<R: CubeRuntime>(tensor: &CubeTensor<R>, per_tensor: usize, shared: 
     (bindings.saturating_sub(shared) / per_tensor).clamp(1, MAX_CHUNK)
 }
 
-/// Enough cubes that every unit has work on the largest tensor of a chunk, within
+/// Enough cubes that every unit has a vector of the largest tensor of a chunk, within
 /// [`MAX_CUBES`].
-fn cube_count(largest: usize) -> CubeCount {
-    let cubes = largest.div_ceil(CUBE_SIZE as usize).clamp(1, MAX_CUBES);
+fn cube_count(largest_vectors: usize) -> CubeCount {
+    let cubes = largest_vectors
+        .div_ceil(CUBE_SIZE as usize)
+        .clamp(1, MAX_CUBES);
     CubeCount::Static(cubes as u32, 1, 1)
+}
+
+/// The vector size of one launch over `params` (every other tensor of the launch has their
+/// lengths) and its grid: the widest vector the device loads efficiently for their dtype that
+/// divides every length (1 when none does), and enough cubes for the largest tensor's vectors
+/// (at most [`MAX_CUBES`]; the grid-stride loops cover the rest).
+fn vectors_and_grid<R: CubeRuntime>(params: &[CubeTensor<R>]) -> (usize, CubeCount) {
+    let head = &params[0];
+    let lengths = || params.iter().map(|p| p.meta.num_elements());
+    let vector = head
+        .client
+        .io_optimized_vector_sizes(head.dtype.size())
+        .find(|&n| lengths().all(|len| len % n == 0))
+        .unwrap_or(1);
+    let largest = lengths().max().unwrap_or(0);
+    (vector, cube_count(largest / vector))
 }
 
 /// A contiguous copy of `tensor` when it is strided (none when it already is contiguous).
@@ -203,15 +221,12 @@ where
     let scalars = AdamScalars::new(&hyper);
     for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
-        let largest = params[start..end]
-            .iter()
-            .map(|p| p.meta.num_elements())
-            .max()
-            .unwrap_or(0);
+        let (vector, cubes) = vectors_and_grid(&params[start..end]);
         adam_multi_tensor_kernel::launch::<R>(
             &client,
-            cube_count(largest),
+            cubes,
             CubeDim::new_1d(CUBE_SIZE),
+            vector,
             sequence(&params[start..end]),
             sequence(&grads[start..end]),
             sequence(&exp_avg[start..end]),
@@ -280,15 +295,12 @@ where
         let chunk = chunk_len(head, 5, 3);
         for start in (0..n).step_by(chunk) {
             let end = (start + chunk).min(n);
-            let largest = params[start..end]
-                .iter()
-                .map(|p| p.meta.num_elements())
-                .max()
-                .unwrap_or(0);
+            let (vector, cubes) = vectors_and_grid(&params[start..end]);
             sgd_momentum_multi_tensor_kernel::launch::<R>(
                 &client,
-                cube_count(largest),
+                cubes,
                 CubeDim::new_1d(CUBE_SIZE),
+                vector,
                 sequence(&params[start..end]),
                 sequence(&grads[start..end]),
                 sequence(&buffers[start..end]),
@@ -321,15 +333,12 @@ where
         let chunk = chunk_len(head, 3, 2);
         for start in (0..n).step_by(chunk) {
             let end = (start + chunk).min(n);
-            let largest = params[start..end]
-                .iter()
-                .map(|p| p.meta.num_elements())
-                .max()
-                .unwrap_or(0);
+            let (vector, cubes) = vectors_and_grid(&params[start..end]);
             sgd_multi_tensor_kernel::launch::<R>(
                 &client,
-                cube_count(largest),
+                cubes,
                 CubeDim::new_1d(CUBE_SIZE),
+                vector,
                 sequence(&params[start..end]),
                 sequence(&grads[start..end]),
                 found_inf.clone().into_tensor_arg(),
