@@ -43,7 +43,7 @@ TRAITS = [
 ]
 
 # Ops implemented by hand in crates/backend/src/overrides/ (same signature, same name).
-OVERRIDES = {"layer_norm", "softmax"}
+OVERRIDES = {"layer_norm", "linear", "softmax"}
 
 # Ops of `CpuFlex` implemented by hand in crates/fusion/src/cpu/overrides/ (`--flex`).
 FLEX_OVERRIDES = {

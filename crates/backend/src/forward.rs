@@ -298,7 +298,7 @@ impl<B: Backend> BoolTensorOps<Self> for Acc<B> {
 impl<B: Backend> ModuleOps<Self> for Acc<B> {
     op!(267, fn embedding(weights: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> => B::embedding(weights, indices));
     op!(268, promote[weights, output_grad][][], fn embedding_backward(weights: FloatTensor<Self>, output_grad: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> => B::embedding_backward(weights, output_grad, indices));
-    op!(269, lower[x, weight][bias][], fn linear(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> => B::linear(x, weight, bias));
+    op!(269, lower[x, weight][bias][], fn linear(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> => crate::overrides::linear::<B>(x, weight, bias));
     op!(270, lower[weight, output_grad][][], fn linear_x_backward(weight: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> => B::linear_x_backward(weight, output_grad));
     op!(271, lower[x, output_grad][][], fn linear_weight_backward(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> => B::linear_weight_backward(x, output_grad));
     op!(272, float32[output_grad][][], fn linear_bias_backward(output_grad: FloatTensor<Self>) -> FloatTensor<Self> => B::linear_bias_backward(output_grad));

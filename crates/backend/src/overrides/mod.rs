@@ -2,7 +2,9 @@
 //! signature as the op they replace, called by the generated forwarding after autocast.
 
 mod layer_norm;
+mod linear;
 mod softmax;
 
 pub use layer_norm::layer_norm;
+pub use linear::linear;
 pub use softmax::softmax;

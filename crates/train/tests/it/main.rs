@@ -39,6 +39,7 @@ mod tier3 {
     mod imported_weights;
     mod kernel_routes;
     mod launch;
+    mod linear_rows;
     mod nonfinite;
     mod optimizer_kernels;
     mod profile_trace;
